@@ -1,0 +1,91 @@
+# jetson.specdec — developer entry points.
+#   make demo   simulated fleet + rollout + report (the README's first command)
+#   make test   every test: unit, lint, sanity, molecule, real vLLM lane (the README's second command)
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.requirements-$(shell cat requirements.txt | sha256sum | cut -c1-12)
+COLLECTIONS := $(CURDIR)/.cache/collections
+COLL_LINK := $(COLLECTIONS)/ansible_collections/jetson/specdec
+SANITY_TREE := $(CURDIR)/build/sanity/ansible_collections/jetson/specdec
+export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export PATH := $(CURDIR)/$(BIN):$(PATH)
+STAGE := tests/stage.sh
+MOLECULE_SCENARIOS ?= smoke
+
+.PHONY: help venv collection-path unit lint sanity testbed molecule real-lane test demo clean
+
+help:
+	@echo "make demo      run the rollout on an embedded simulated fleet and print the report"
+	@echo "make test      unit + lint + sanity + molecule + real vLLM lane (prints stage times)"
+	@echo "make unit | lint | sanity | molecule | real-lane | testbed | venv | clean"
+
+$(STAMP): requirements.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check -r requirements.txt
+	@rm -f $(VENV)/.requirements-*; touch $@
+
+venv: $(STAMP)
+
+# The collection is the repository root; Ansible finds it through this symlink tree.
+collection-path:
+	@mkdir -p $(dir $(COLL_LINK))
+	@ln -sfn $(CURDIR) $(COLL_LINK)
+
+unit: venv collection-path
+	$(BIN)/pytest -q tests/unit tests/simulator/tests
+
+lint: venv collection-path
+	$(BIN)/yamllint -s .
+	$(BIN)/ansible-lint --profile production
+
+# ansible-test needs a real ansible_collections/<ns>/<name> tree: copy the tracked files.
+SANITY_VENV := .cache/sanity-venv
+PIP_BOOTSTRAP_CACHE := $(HOME)/.ansible/test/cache
+
+# ansible-test gets its own venv (its pinned linters must not fight ansible-lint's).
+$(SANITY_VENV)/.ok: requirements.txt
+	@test -x $(SANITY_VENV)/bin/python || $(PYTHON) -m venv $(SANITY_VENV)
+	$(SANITY_VENV)/bin/pip install -q --disable-pip-version-check "$$(grep -o '^ansible-core[^ #]*' requirements.txt)"
+	@touch $@
+
+sanity: $(SANITY_VENV)/.ok
+	@mkdir -p $(PIP_BOOTSTRAP_CACHE)
+	@for v in $$($(SANITY_VENV)/bin/python -c "import re,ansible_test,os;p=os.path.join(os.path.dirname(ansible_test.__file__),'_internal','python_requirements.py');print(' '.join(set(re.findall(r\"pip='([0-9.]+)'\",open(p).read()))))"); do \
+	  cp tests/sanity/get_pip_offline.py $(PIP_BOOTSTRAP_CACHE)/get_pip_$${v//./_}.py; done
+	@$(PYTHON) -c "import json,os;json.dump({k:v for k,v in os.environ.items() if k.startswith('PIP_') and k not in ('PIP_CONFIG_FILE','PIP_REQUIRE_VIRTUALENV')},open('$(PIP_BOOTSTRAP_CACHE)/specdec-pip-env.json','w'))"
+	@rm -rf $(SANITY_TREE) && mkdir -p $(SANITY_TREE)
+	@git ls-files -co --exclude-standard -z | grep -zv '^\.cache/' | xargs -0 cp --parents -t $(SANITY_TREE) 2>/dev/null || true
+	cd $(SANITY_TREE) && git init -q . && git add -A && \
+	  $(CURDIR)/$(SANITY_VENV)/bin/ansible-test sanity --local --requirements --python 3.11 --color no
+
+testbed:
+	bash tests/testbed/testbed.sh all
+
+molecule: venv collection-path testbed
+	@set -e; for s in $(MOLECULE_SCENARIOS); do \
+	  JETSON_SPECDEC_BASE_IMAGE=$$(bash tests/testbed/testbed.sh image | tail -n1) \
+	  JETSON_SPECDEC_BOARD_IMAGE=$$(bash tests/testbed/testbed.sh board-image | tail -n1) \
+	  $(BIN)/molecule test -s $$s; done
+
+real-lane: venv collection-path
+	bash tests/vllm_lane/run_lane.sh
+
+test: venv collection-path
+	@rm -f .cache/stage-times.txt
+	@$(STAGE) unit $(MAKE) --no-print-directory unit
+	@$(STAGE) lint $(MAKE) --no-print-directory lint
+	@$(STAGE) sanity $(MAKE) --no-print-directory sanity
+	@$(STAGE) molecule $(MAKE) --no-print-directory molecule
+	@$(STAGE) real-lane $(MAKE) --no-print-directory real-lane
+	@echo; echo "Stage times:"; cat .cache/stage-times.txt
+
+demo: venv collection-path testbed
+	bash tests/demo/run_demo.sh
+
+clean:
+	rm -rf build .cache/collections

@@ -1,0 +1,2 @@
+def test_hello(host):
+    assert host.file("/tmp/hello").content_string == "hello\n"

@@ -1,0 +1,101 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+name: specdec_summary
+type: aggregate
+short_description: Print the speculative-decoding fleet summary at the end of the play
+version_added: 0.1.0
+author: jetson.specdec contributors
+description:
+  - At the end of C(ansible-playbook), prints one table row per host with board family, decision, throughput and
+    TPOT p50 at concurrency 1 before and after, and the draft acceptance rate.
+  - "Reads the records the rollout playbook publishes with C(ansible.builtin.set_stats)
+    (C(data={'jetson_specdec': {inventory_hostname: record}}), C(per_host=false), C(aggregate=true)).
+    Per-host set_stats data under the same key is read too."
+  - Hosts that failed or were unreachable and published no record are listed with their play recap counts.
+  - It does not need C(show_custom_stats).
+requirements:
+  - Enable it in C(ansible.cfg) with C(callbacks_enabled = jetson.specdec.specdec_summary) in the C([defaults])
+    section, or with the environment variable C(ANSIBLE_CALLBACKS_ENABLED=jetson.specdec.specdec_summary).
+"""
+
+from ansible.plugins.callback import CallbackBase
+
+from ansible_collections.jetson.specdec.plugins.module_utils.fleet_report import (
+    fmt_num, fmt_pair, host_row,
+)
+
+STATS_KEY = "jetson_specdec"
+HEADER = ("host", "family", "decision", "c1 tok/s before→after", "TPOT p50 ms before→after", "accept")
+
+
+def collect_records(custom):
+    """{host: record} from set_stats data (aggregate ``_run`` entry and per-host entries)."""
+    records = {}
+    for scope, data in sorted((custom or {}).items()):
+        value = (data or {}).get(STATS_KEY) if isinstance(data, dict) else None
+        if not isinstance(value, dict):
+            continue
+        if scope != "_run" and ("host" in value or "verdict" in value or "status" in value):
+            records[scope] = value  # per_host=true with the record itself as the value
+            continue
+        for host, record in value.items():
+            if isinstance(record, dict):
+                records[str(host)] = record
+    return records
+
+
+def summary_lines(stats):
+    """Table lines (strings) for an AggregateStats-like object."""
+    records = collect_records(getattr(stats, "custom", {}))
+    rows = []
+    for host in sorted(records):
+        record = dict(records[host])
+        record.setdefault("host", host)
+        row = host_row(record)
+        decision = row["decision"] + ("*" if row["flagged"] else "")
+        rows.append((host + (" [SIM]" if row["simulated"] else ""), row["family"], decision,
+                     fmt_pair(row["c1_tok_s_before"], row["c1_tok_s_after"]),
+                     fmt_pair(row["tpot_p50_before"], row["tpot_p50_after"]),
+                     fmt_num(row["acceptance_rate"], 2)))
+    lines = []
+    if rows:
+        widths = [max(len(str(r[i])) for r in rows + [HEADER]) for i in range(len(HEADER))]
+        for r in [HEADER] + rows:
+            lines.append("  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip())
+    missing = []
+    for host in sorted(getattr(stats, "processed", {}) or {}):
+        if host in records:
+            continue
+        s = stats.summarize(host)
+        if s.get("failures") or s.get("unreachable"):
+            missing.append("%s: no result recorded (failures=%d unreachable=%d)"
+                           % (host, s.get("failures", 0), s.get("unreachable", 0)))
+    if missing:
+        lines.append("")
+        lines.append("Hosts without a result:")
+        lines += ["  " + m for m in missing]
+    if rows and any(r[2].endswith("*") for r in rows):
+        lines.append("")
+        lines.append("* flagged: marginal or within measurement noise; see the fleet report.")
+    return lines
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "jetson.specdec.specdec_summary"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def v2_playbook_on_stats(self, stats):
+        lines = summary_lines(stats)
+        if not lines:
+            return  # not a specdec play: stay quiet
+        self._display.banner("JETSON SPECDEC FLEET SUMMARY")
+        for line in lines:
+            self._display.display(line)
+        self._display.display("")

@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Filters for the vllm_server role: speculative config JSON, systemd quoting, catalog choice.
+
+Each filter is documented in a sidecar file next to this one (``<filter name>.yml``),
+the layout ansible-core uses for its own filters.  The logic lives in module_utils
+so the same code is unit-tested and usable from modules.
+"""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.jetson.specdec.plugins.module_utils.spec_catalog import (
+    fallback_ladder, fallback_next, select_speculation,
+)
+from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import (
+    SpecConfigError, render_spec_config_json, systemd_command_line, systemd_quote, validate_model_ref,
+    validate_served_name,
+)
+
+
+def _plain(value):
+    """Turn Ansible's tagged/lazy containers into plain dicts/lists (2.19 data tagging)."""
+    if isinstance(value, dict):
+        return dict((_plain(k), _plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+def _wrap(func, name):
+    def filter_func(*args, **kwargs):
+        try:
+            return func(*[_plain(a) for a in args], **dict((k, _plain(v)) for k, v in kwargs.items()))
+        except SpecConfigError as exc:
+            raise AnsibleFilterError("jetson.specdec.%s: %s" % (name, exc))
+    filter_func.__name__ = name
+    filter_func.__doc__ = func.__doc__
+    return filter_func
+
+
+def _speculative_config_json(cfg, extra=None):
+    return render_spec_config_json(cfg, extra)
+
+
+def _spec_model_ref(ref, kind="model"):
+    if kind == "served_name":
+        return validate_served_name(ref)
+    if kind != "model":
+        raise SpecConfigError("kind must be 'model' or 'served_name', got %r" % (kind,))
+    return validate_model_ref(ref)
+
+
+def _spec_catalog_select(catalog, target, family_board=None, preferred_method="eagle3"):
+    return select_speculation(catalog, target, preferred_method, family_board)
+
+
+def _spec_fallback_ladder(catalog, target, family_board, gpu_memory_utilization):
+    return fallback_ladder(catalog, target, family_board, gpu_memory_utilization)
+
+
+def _spec_fallback_next(attempts, ladder):
+    return fallback_next(ladder, attempts)
+
+
+class FilterModule(object):
+    """jetson.specdec filters."""
+
+    def filters(self):
+        return {
+            "speculative_config_json": _wrap(_speculative_config_json, "speculative_config_json"),
+            "systemd_quote": _wrap(systemd_quote, "systemd_quote"),
+            "systemd_command_line": _wrap(systemd_command_line, "systemd_command_line"),
+            "spec_model_ref": _wrap(_spec_model_ref, "spec_model_ref"),
+            "spec_catalog_select": _wrap(_spec_catalog_select, "spec_catalog_select"),
+            "spec_fallback_ladder": _wrap(_spec_fallback_ladder, "spec_fallback_ladder"),
+            "spec_fallback_next": _wrap(_spec_fallback_next, "spec_fallback_next"),
+        }

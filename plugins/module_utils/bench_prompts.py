@@ -1,0 +1,61 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Seeded synthetic prompts of a target token length (standard library only).
+
+Token-ID prompts are exact whatever the tokenizer (vLLM's completions
+endpoint accepts ``prompt: [ids]`` and does not add special tokens to them).
+Text prompts are the fallback (chat endpoint, servers that refuse ids): one
+common word is roughly one token on large vocabularies; ``scale_text_words``
+corrects the length from the server's reported ``usage.prompt_tokens``.
+"""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import random
+
+# Short, common words: one token each on typical BPE vocabularies.
+_WORDS = (
+    "the of and to in is was for on that with as by at from his her it an "
+    "were are which this be or have had not but one all their they there "
+    "been has more when who will no would if can so out up into time only "
+    "other new some could these two may first then do any like my now over "
+    "such our man me even most made after also did many off before must "
+    "well back through years much where your way down should because each "
+    "just those people how too little state good very make world still own "
+    "see men work long get here between both life being under never day "
+    "same another know while last might us great old year come since against "
+    "go came right used take three house use place hand high part small "
+    "found water light river city tree stone road field green blue red"
+).split()
+
+
+def token_id_prompts(count, input_len, seed, id_range=(10, 500)):
+    """``count`` lists of ``input_len`` random token ids in [lo, hi)."""
+    lo, hi = int(id_range[0]), int(id_range[1])
+    if input_len < 1:
+        raise ValueError("input_len must be at least 1")
+    if lo < 0 or hi <= lo:
+        raise ValueError("prompt_token_ids_range must be [low, high) with 0 <= low < high")
+    rng = random.Random(seed)
+    span = hi - lo
+    return [[lo + int(rng.random() * span) for _ in range(input_len)] for _ in range(count)]
+
+
+def text_prompts(count, words, seed):
+    """``count`` strings of ``words`` random common words (each prompt differs,
+    so a prefix cache cannot turn the benchmark into a cache benchmark)."""
+    if words < 1:
+        raise ValueError("a text prompt needs at least one word")
+    rng = random.Random(seed)
+    choice = rng.choice
+    return [" ".join(choice(_WORDS) for _ in range(words)) for _ in range(count)]
+
+
+def scale_text_words(words, target_tokens, measured_tokens, overhead_tokens=0):
+    """New word count so a prompt measured at ``measured_tokens`` tokens hits
+    ``target_tokens``.  ``overhead_tokens`` (chat template, BOS) do not scale."""
+    if measured_tokens is None or measured_tokens <= overhead_tokens or words < 1:
+        return words
+    per_word = float(measured_tokens - overhead_tokens) / words
+    return max(1, int(round((target_tokens - overhead_tokens) / per_word)))

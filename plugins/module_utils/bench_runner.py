@@ -1,0 +1,283 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The vllm_bench run: discovery, probe, warmup, concurrency levels, result.
+
+Standard library only.  A level is a fixed pool of ``concurrency`` threads
+pulling from a list of ``num_prompts`` requests (like ``vllm bench serve
+--max-concurrency``).  One global deadline bounds everything; requests not
+started before it are recorded as failed with reason ``deadline``.
+"""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import sys
+import threading
+import time
+
+from ansible_collections.jetson.specdec.plugins.module_utils import bench_client as bc
+from ansible_collections.jetson.specdec.plugins.module_utils import bench_prometheus as bp
+from ansible_collections.jetson.specdec.plugins.module_utils import bench_prompts
+from ansible_collections.jetson.specdec.plugins.module_utils.bench_stats import summarize_level
+
+perf_counter = time.perf_counter
+SIM_HEADER = "x-jetson-simulated"
+# Wake-up latency of a thread whose recv() returned is bounded by the GIL
+# switch interval (5 ms by default): far too coarse for per-chunk timing.
+SWITCH_INTERVAL = 0.0002
+
+DEFAULTS = {
+    "url": "http://127.0.0.1:8000", "model": None, "api_key": None,
+    "endpoint": "completions", "concurrency": [1, 8], "num_prompts": 50,
+    "warmup_prompts": 10, "input_len": 2048, "output_len": 128, "seed": 0,
+    "request_timeout": 300.0, "max_duration": 3600.0, "max_failed_ratio": 0.1,
+    "prompt_token_ids_range": [10, 500], "power_mode": None,
+}
+
+
+def _reserve(max_duration):
+    """Time kept back from max_duration to assemble and return the result."""
+    return min(2.0, 0.05 * max_duration)
+
+
+def discover(target, timeout):
+    """Read /v1/models (required), /version (optional) and the sim header."""
+    models_url = target.url + "/v1/models"
+    try:
+        status, headers, body = bc.get(target, "/v1/models", timeout)
+    except Exception as exc:  # any transport failure: name the URL
+        raise bc.BenchError("cannot reach the vLLM server at %s: %s" % (
+            models_url, str(exc) or type(exc).__name__))
+    if status != 200:
+        raise bc.BenchError("%s answered HTTP %d: %s" % (models_url, status, body[:200]))
+    try:
+        data = json.loads(body).get("data") or []
+    except (ValueError, AttributeError):
+        raise bc.BenchError("%s did not return a JSON model list" % models_url)
+    info = {"models": data, "simulated": headers.get(SIM_HEADER), "version": None}
+    try:
+        st, _h, vbody = bc.get(target, "/version", min(timeout, 5.0))
+        if st == 200:
+            info["version"] = json.loads(vbody).get("version")
+    except Exception:  # /version is optional (older or non-vLLM servers)
+        pass
+    return info
+
+
+def scrape_spec(target, timeout, model):
+    """Spec-decode counters now, or None (no counters, or /metrics failed)."""
+    if timeout <= 0:
+        return None
+    try:
+        status, _h, body = bc.get(target, "/metrics", min(timeout, 10.0))
+    except Exception:
+        return None
+    if status != 200:
+        return None
+    return bp.spec_decode_snapshot(bp.parse_text(body), model)
+
+
+def run_pool(target, endpoint, payloads, concurrency, request_timeout, deadline,
+             client_cls=bc.StreamClient):
+    """Send ``payloads`` with ``concurrency`` workers; return (records, duration)."""
+    n = len(payloads)
+    records = [None] * n
+    lock = threading.Lock()
+    state = {"next": 0}
+
+    def worker():
+        client = client_cls(target, endpoint)
+        try:
+            while True:
+                with lock:
+                    i = state["next"]
+                    if i >= n:
+                        return
+                    state["next"] = i + 1
+                if perf_counter() >= deadline:
+                    records[i] = {"ok": False, "reason": "deadline"}
+                    continue
+                try:
+                    records[i] = client.stream(payloads[i], request_timeout, deadline)
+                except Exception as exc:  # a bug must not hang or kill the run
+                    records[i] = {"ok": False, "reason": "client_error", "detail": repr(exc)[:300]}
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=worker, name="vllm-bench-%d" % k)
+               for k in range(max(1, min(concurrency, n)))]
+    for t in threads:
+        t.daemon = True  # a stuck socket must never keep the module alive
+        t.start()
+    for t in threads:
+        t.join(max(0.0, deadline - perf_counter()) + 1.0)
+    for i in range(n):
+        if records[i] is None:
+            records[i] = {"ok": False, "reason": "deadline"}
+    starts = [r["start"] for r in records if "start" in r]
+    finishes = [r["finish"] for r in records if "finish" in r]
+    duration = (max(finishes) - min(starts)) if starts and finishes else 0.0
+    return records, duration
+
+
+def _clamp_lengths(cfg, max_model_len, warnings):
+    inp, out = cfg["input_len"], cfg["output_len"]
+    if max_model_len and inp + out > max_model_len:
+        if out >= max_model_len:
+            out = max(1, max_model_len // 2)
+        inp = max(1, max_model_len - out)
+        warnings.append("input_len + output_len (%d + %d) exceeds the server's max_model_len %d; "
+                        "using input_len=%d output_len=%d" % (cfg["input_len"], cfg["output_len"],
+                                                              max_model_len, inp, out))
+    return inp, out
+
+
+class Benchmark(object):
+    """Holds one run's settings and state; ``run()`` returns (result, failure)."""
+
+    def __init__(self, cfg, client_cls=bc.StreamClient):
+        self.cfg = dict(DEFAULTS)
+        self.cfg.update(dict((k, v) for k, v in cfg.items() if v is not None))
+        self.client_cls = client_cls
+        self.warnings = []
+        self.prompt_kind = "token_ids"
+        self.words = None
+        self.seed_counter = 0
+
+    def _prompts(self, count):
+        """Fresh prompts for ``count`` requests (distinct seeds: no prefix hits)."""
+        self.seed_counter += 1
+        seed = (int(self.cfg["seed"]) * 1000003 + self.seed_counter) & 0x7FFFFFFF
+        if self.prompt_kind == "token_ids":
+            return bench_prompts.token_id_prompts(count, self.input_len, seed,
+                                                  self.cfg["prompt_token_ids_range"])
+        return bench_prompts.text_prompts(count, self.words, seed)
+
+    def _payloads(self, count):
+        return [bc.build_payload(self.cfg["endpoint"], self.model, p, self.output_len)
+                for p in self._prompts(count)]
+
+    def _probe(self):
+        """One discarded request: checks token-id prompts, calibrates text."""
+        rec = self._one()
+        if self.prompt_kind == "token_ids" and not rec["ok"] and \
+                (rec.get("reason") or "").startswith("http_4"):
+            self.warnings.append("the server rejected token-id prompts (%s); using text prompts "
+                                 "of about %d tokens instead" % (rec["reason"], self.input_len))
+            self.prompt_kind = "text"
+            rec = self._one()
+        if self.prompt_kind == "text" and rec["ok"] and rec.get("prompt_tokens"):
+            self.words = bench_prompts.scale_text_words(self.words, self.input_len,
+                                                        int(rec["prompt_tokens"]))
+        return rec
+
+    def _one(self):
+        client = self.client_cls(self.target, self.cfg["endpoint"])
+        try:
+            return client.stream(self._payloads(1)[0], self.cfg["request_timeout"], self.deadline)
+        finally:
+            client.close()
+
+    def run(self):
+        cfg = self.cfg
+        t0 = perf_counter()
+        self.deadline = t0 + cfg["max_duration"] - _reserve(cfg["max_duration"])
+        self.target = bc.Target(cfg["url"], cfg.get("api_key"))
+        info = discover(self.target, max(0.5, min(cfg["request_timeout"], 10.0,
+                                                  self.deadline - perf_counter())))
+        models = info["models"]
+        if not models and not cfg.get("model"):
+            raise bc.BenchError("%s/v1/models lists no model" % self.target.url)
+        self.model = cfg.get("model") or models[0].get("id")
+        entry = next((m for m in models if m.get("id") == self.model), models[0] if models else {})
+        max_model_len = entry.get("max_model_len")
+        self.input_len, self.output_len = _clamp_lengths(cfg, max_model_len, self.warnings)
+        if cfg["endpoint"] == "chat":
+            self.prompt_kind = "text"
+        self.words = self.input_len
+        if info["simulated"]:
+            self.warnings.append("the server is simulated (X-Jetson-Simulated: %s); numbers do not "
+                                 "describe real hardware" % info["simulated"])
+        pm = cfg.get("power_mode")
+        if pm and not str(pm).upper().startswith("MAXN"):
+            self.warnings.append("power mode is %s; MAXN/MAXN_* preferred for comparable results" % pm)
+
+        old_switch = sys.getswitchinterval()
+        sys.setswitchinterval(SWITCH_INTERVAL)
+        try:
+            probe = self._probe()
+            runs, total_raw, all_records = self._levels()
+        finally:
+            sys.setswitchinterval(old_switch)
+        result = {
+            "runs": runs,
+            "spec_decode": bp.finish_spec_decode(total_raw),
+            "server": {"version": info["version"], "model": self.model,
+                       "max_model_len": max_model_len},
+            "simulated": info["simulated"],
+            "config": {"input_len": self.input_len, "output_len": self.output_len,
+                       "num_prompts": cfg["num_prompts"], "warmup_prompts": cfg["warmup_prompts"],
+                       "endpoint": cfg["endpoint"], "seed": cfg["seed"],
+                       "concurrency": list(cfg["concurrency"]), "prompt_kind": self.prompt_kind},
+            "warnings": self.warnings,
+        }
+        if not probe["ok"]:
+            self.warnings.append("the probe request failed (%s)" % probe.get("reason"))
+        return result, self._judge(runs, all_records)
+
+    def _levels(self):
+        cfg = self.cfg
+        runs, total_raw, all_records = [], None, []
+        for conc in cfg["concurrency"]:
+            conc = int(conc)
+            if cfg["warmup_prompts"] > 0:
+                run_pool(self.target, cfg["endpoint"], self._payloads(cfg["warmup_prompts"]), conc,
+                         cfg["request_timeout"], self.deadline, self.client_cls)
+            payloads = self._payloads(cfg["num_prompts"])
+            before = scrape_spec(self.target, self.deadline - perf_counter(), self.model)
+            records, duration = run_pool(self.target, cfg["endpoint"], payloads, conc,
+                                         cfg["request_timeout"], self.deadline, self.client_cls)
+            after = scrape_spec(self.target, self.deadline - perf_counter(), self.model)
+            raw = bp.spec_decode_delta(before, after)
+            total_raw = bp.add_raw(total_raw, raw)
+            run = summarize_level(conc, records, duration)
+            run["spec_decode"] = bp.finish_spec_decode(raw)
+            runs.append(run)
+            all_records.extend(records)
+        return runs, total_raw, all_records
+
+    def _judge(self, runs, records):
+        """Add warnings; return a failure message when too many requests failed."""
+        ok = [r for r in records if r.get("ok")]
+        if ok and any(not r.get("usage") for r in ok):
+            self.warnings.append("the server sent no usage chunk for some requests; their output "
+                                 "tokens were counted as chunks (undercounts under speculation)")
+        short = [r for r in ok if r.get("usage") and r["output_tokens"] < self.output_len]
+        if short:
+            self.warnings.append("%d requests returned fewer than output_len=%d tokens (ignore_eos "
+                                 "not honoured?)" % (len(short), self.output_len))
+        errors = {}
+        for run in runs:
+            for reason, count in run["errors"].items():
+                errors[reason] = errors.get(reason, 0) + count
+        failed = sum(errors.values())
+        total = len(records)
+        if not failed:
+            return None
+        ratio = float(failed) / total if total else 1.0
+        text = ", ".join("%s: %d" % (k, errors[k]) for k in sorted(errors, key=lambda k: -errors[k]))
+        self.warnings.append("%d of %d requests failed (%s)" % (failed, total, text))
+        if ratio > self.cfg["max_failed_ratio"]:
+            return ("%d of %d requests failed (%.1f%% > max_failed_ratio %.1f%%) against %s: %s"
+                    % (failed, total, 100 * ratio, 100 * self.cfg["max_failed_ratio"],
+                       self.target.url, text))
+        return None
+
+
+def run_benchmark(cfg, client_cls=bc.StreamClient):
+    """Entry point for the module: returns (result, failure message or None).
+
+    Raises bench_client.BenchError for problems that prevent any measurement
+    (unreachable server, no model)."""
+    return Benchmark(cfg, client_cls).run()

@@ -1,0 +1,284 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Fleet report: per-host rows, per-family medians, markdown and HTML (pure, stdlib only).
+
+Input is the list of per-host records the rollout playbook collects (host,
+simulated, facts, baseline/candidate bench results, verdict, status, error...).
+Bench results keep the field names of the vllm_bench module
+(jetson-llm-benchmark names), so report.json can be compared run to run.
+"""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import html
+
+from ansible_collections.jetson.specdec.plugins.module_utils.spec_verdict import (
+    median, pool_level, pooled_acceptance,
+)
+
+SCHEMA_VERSION = 1
+FAILED_STATUSES = ("unreachable", "failed", "error")
+DECISION_ORDER = ("keep", "marginal", "repeat", "revert", "refused", "failed", "unreachable", "unknown")
+MEDIAN_FIELDS = ("c1_tok_s_before", "c1_tok_s_after", "c1_gain", "tpot_p50_before", "tpot_p50_after",
+                 "tpot_drop", "c8_tok_s_before", "c8_tok_s_after", "acceptance_rate")
+
+
+def _ratio_change(before, after, invert=False):
+    if not before or after is None:
+        return None
+    if invert:
+        return 1.0 - after / before
+    return after / before - 1.0
+
+
+def host_row(record, low=1, high=8):
+    """Flatten one record into the numbers the tables show (None where unknown)."""
+    record = record or {}
+    facts = record.get("facts") or {}
+    verdict = record.get("verdict") or {}
+    status = record.get("status") or ("failed" if record.get("error") else "unknown")
+    b_lo, c_lo = pool_level(record.get("baseline"), low), pool_level(record.get("candidate"), low)
+    b_hi, c_hi = pool_level(record.get("baseline"), high), pool_level(record.get("candidate"), high)
+    spec = record.get("spec_decode") or {}
+    acceptance = spec.get("acceptance_rate") if isinstance(spec, dict) else None
+    if acceptance is None:
+        acceptance = pooled_acceptance(record.get("candidate"))
+    row = {
+        "host": str(record.get("host") or "?"),
+        "family": str(facts.get("family") or "unknown"),
+        "variant": facts.get("variant"),
+        "model": facts.get("model"),
+        "simulated": bool(record.get("simulated")),
+        "status": status,
+        "decision": verdict.get("decision") or status,
+        "action": verdict.get("action"),
+        "flagged": bool(verdict.get("flagged")),
+        "c1_tok_s_before": b_lo and b_lo["throughput_tok_s"],
+        "c1_tok_s_after": c_lo and c_lo["throughput_tok_s"],
+        "tpot_p50_before": b_lo and b_lo["tpot_ms_p50"],
+        "tpot_p50_after": c_lo and c_lo["tpot_ms_p50"],
+        "c8_tok_s_before": b_hi and b_hi["throughput_tok_s"],
+        "c8_tok_s_after": c_hi and c_hi["throughput_tok_s"],
+        "acceptance_rate": acceptance,
+        "error": record.get("error"),
+    }
+    row["c1_gain"] = _ratio_change(row["c1_tok_s_before"], row["c1_tok_s_after"])
+    row["tpot_drop"] = _ratio_change(row["tpot_p50_before"], row["tpot_p50_after"], invert=True)
+    row["failed"] = status in FAILED_STATUSES
+    return row
+
+
+def group_by_family(rows):
+    """{family: [rows sorted by host]} with families sorted by name."""
+    groups = {}
+    for row in rows:
+        groups.setdefault(row["family"], []).append(row)
+    return dict((fam, sorted(groups[fam], key=lambda r: r["host"])) for fam in sorted(groups))
+
+
+def family_summary(rows):
+    """Host count, decision counts and medians of the numeric columns."""
+    decisions = {}
+    for row in rows:
+        decisions[row["decision"]] = decisions.get(row["decision"], 0) + 1
+    measured = [r for r in rows if not r["failed"]]
+    return {
+        "hosts": len(rows),
+        "measured": len(measured),
+        "decisions": decisions,
+        "medians": dict((f, median(r[f] for r in measured)) for f in MEDIAN_FIELDS),
+    }
+
+
+def build_report(records, run_id, generated_at, expected_hosts=None, low=1, high=8):
+    """The report dict written as report.json."""
+    records = [r for r in (records or []) if isinstance(r, dict)]
+    rows = [host_row(r, low, high) for r in records]
+    seen = set(r["host"] for r in rows)
+    missing = sorted(h for h in (expected_hosts or []) if h not in seen)
+    groups = group_by_family(rows)
+    decisions = {}
+    for row in rows:
+        decisions[row["decision"]] = decisions.get(row["decision"], 0) + 1
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "generated_at": generated_at,
+        "concurrency": {"low": low, "high": high},
+        "summary": {"hosts": len(rows) + len(missing), "decisions": decisions,
+                    "simulated": sum(1 for r in rows if r["simulated"]), "missing": len(missing)},
+        "families": dict((fam, family_summary(fam_rows)) for fam, fam_rows in groups.items()),
+        "hosts": [dict(row=row, record=rec) for row, rec in zip(rows, records)],
+        "missing_hosts": missing,
+    }
+
+
+# --------------------------------------------------------------------------- formatting
+
+def fmt_num(value, digits=1):
+    return "–" if value is None else ("%.*f" % (digits, value))
+
+
+def fmt_pair(before, after, digits=1):
+    return "%s → %s" % (fmt_num(before, digits), fmt_num(after, digits))
+
+
+def fmt_pct(value):
+    return "–" if value is None else "%+.1f%%" % (value * 100.0)
+
+
+def host_label(row):
+    return row["host"] + (" (SIMULATED)" if row["simulated"] else "")
+
+
+def decision_label(row):
+    label = row["decision"]
+    if row.get("action") and row["action"] != row["decision"]:
+        label += " → " + row["action"]
+    if row.get("flagged"):
+        label += " ⚑"
+    return label
+
+
+TABLE_HEADER = ("Host", "Decision", "c1 tok/s before → after", "c1 gain", "TPOT p50 ms before → after",
+                "TPOT drop", "c8 tok/s before → after", "Acceptance")
+
+
+def table_cells(row):
+    return (host_label(row), decision_label(row),
+            fmt_pair(row["c1_tok_s_before"], row["c1_tok_s_after"]), fmt_pct(row["c1_gain"]),
+            fmt_pair(row["tpot_p50_before"], row["tpot_p50_after"]), fmt_pct(row["tpot_drop"]),
+            fmt_pair(row["c8_tok_s_before"], row["c8_tok_s_after"]), fmt_num(row["acceptance_rate"], 2))
+
+
+def median_cells(summary):
+    m = summary["medians"]
+    return ("median of %d" % summary["measured"], "",
+            fmt_pair(m["c1_tok_s_before"], m["c1_tok_s_after"]), fmt_pct(m["c1_gain"]),
+            fmt_pair(m["tpot_p50_before"], m["tpot_p50_after"]), fmt_pct(m["tpot_drop"]),
+            fmt_pair(m["c8_tok_s_before"], m["c8_tok_s_after"]), fmt_num(m["acceptance_rate"], 2))
+
+
+def _rows_by_family(report):
+    grouped = {}
+    for entry in report["hosts"]:
+        grouped.setdefault(entry["row"]["family"], []).append(entry["row"])
+    return group_by_family([r for rows in grouped.values() for r in rows])
+
+
+def decision_summary(report):
+    counts = report["summary"]["decisions"]
+    order = [d for d in DECISION_ORDER if d in counts] + sorted(d for d in counts if d not in DECISION_ORDER)
+    parts = ["%d %s" % (counts[d], d) for d in order]
+    if report["missing_hosts"]:
+        parts.append("%d without a record" % len(report["missing_hosts"]))
+    return ", ".join(parts) or "no hosts"
+
+
+def problem_rows(report):
+    """(host, status, error) for failed/unreachable hosts and hosts with no record."""
+    out = [(host_label(e["row"]), e["row"]["status"], e["row"]["error"] or "")
+           for e in report["hosts"] if e["row"]["failed"]]
+    out += [(h, "no record", "unreachable or failed before its result was recorded")
+            for h in report["missing_hosts"]]
+    return out
+
+
+def _md_cell(text):
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(header, rows):
+    lines = ["| " + " | ".join(_md_cell(h) for h in header) + " |",
+             "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in rows]
+    return lines
+
+
+def simulated_note(report):
+    if report["summary"]["simulated"]:
+        return ("Hosts marked SIMULATED ran against the vLLM stand-in, not real Jetson hardware: "
+                "their numbers exercise the rollout logic and say nothing about real boards.")
+    return None
+
+
+def render_markdown(report, title="jetson.specdec fleet report"):
+    lines = ["# %s" % title, "",
+             "Run `%s`, generated %s. %d host(s): %s." % (report["run_id"], report["generated_at"],
+                                                           report["summary"]["hosts"], decision_summary(report)),
+             ""]
+    note = simulated_note(report)
+    if note:
+        lines += ["> **%s**" % note, ""]
+    for family, rows in _rows_by_family(report).items():
+        summary = report["families"][family]
+        lines += ["## %s (%d host%s)" % (family, len(rows), "" if len(rows) == 1 else "s"), ""]
+        lines += _md_table(TABLE_HEADER, [table_cells(r) for r in rows] + [median_cells(summary)])
+        lines.append("")
+    problems = problem_rows(report)
+    if problems:
+        lines += ["## Unreachable or failed hosts", ""]
+        lines += _md_table(("Host", "Status", "Error"), problems)
+        lines.append("")
+    lines.append("Medians leave out failed and unreachable hosts. ⚑ marks a result that needs a human look.")
+    return "\n".join(lines) + "\n"
+
+
+def _html_table(header, rows, median_row=None):
+    out = ["<table>", "<thead><tr>" + "".join("<th>%s</th>" % html.escape(h) for h in header) + "</tr></thead>",
+           "<tbody>"]
+    for row in rows:
+        out.append("<tr>" + "".join("<td>%s</td>" % html.escape(str(c)) for c in row) + "</tr>")
+    if median_row:
+        out.append('<tr class="median">' + "".join("<td>%s</td>" % html.escape(str(c)) for c in median_row)
+                   + "</tr>")
+    out += ["</tbody>", "</table>"]
+    return out
+
+
+def render_html(report, chart_png_b64=None, chart_note=None, title="jetson.specdec fleet report"):
+    """Self-contained HTML; the chart is an embedded base64 PNG when given."""
+    esc = html.escape
+    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+             "<title>%s</title>" % esc(title),
+             "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1.5em}"
+             "td,th{border:1px solid #bbb;padding:.3em .6em;text-align:right}td:first-child,th:first-child"
+             "{text-align:left}tr.median{font-weight:bold;background:#f3f3f3}.note{background:#fff4d6;"
+             "padding:.5em 1em}</style></head><body>",
+             "<h1>%s</h1>" % esc(title),
+             "<p>Run <code>%s</code>, generated %s. %d host(s): %s.</p>"
+             % (esc(str(report["run_id"])), esc(str(report["generated_at"])), report["summary"]["hosts"],
+                esc(decision_summary(report)))]
+    note = simulated_note(report)
+    if note:
+        parts.append('<p class="note"><strong>%s</strong></p>' % esc(note))
+    for family, rows in _rows_by_family(report).items():
+        parts.append("<h2>%s (%d)</h2>" % (esc(family), len(rows)))
+        parts += _html_table(TABLE_HEADER, [table_cells(r) for r in rows], median_cells(report["families"][family]))
+    problems = problem_rows(report)
+    if problems:
+        parts.append("<h2>Unreachable or failed hosts</h2>")
+        parts += _html_table(("Host", "Status", "Error"), problems)
+    if chart_png_b64:
+        parts.append('<h2>Before / after per host</h2><img alt="TPOT p50 and throughput before and after '
+                     'per host" src="data:image/png;base64,%s">' % chart_png_b64)
+    if chart_note:
+        parts.append('<p class="note">%s</p>' % esc(chart_note))
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def chart_series(report):
+    """Hosts with before/after numbers for the chart: list of dicts, host order as in the tables."""
+    out = []
+    for rows in _rows_by_family(report).values():
+        for row in rows:
+            if row["failed"]:
+                continue
+            if row["c1_tok_s_before"] is None and row["tpot_p50_before"] is None:
+                continue
+            out.append({"label": host_label(row), "tpot_before": row["tpot_p50_before"],
+                        "tpot_after": row["tpot_p50_after"], "tok_s_before": row["c1_tok_s_before"],
+                        "tok_s_after": row["c1_tok_s_after"]})
+    return out

@@ -1,0 +1,234 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Pick a speculation method from the model catalog, and walk the fallback ladder.
+
+Standard library only, Python 3.8+.  The catalog is the role variable
+``vllm_server_model_catalog`` (roles/vllm_server/defaults/main/catalog.yml):
+target model id -> {family, params_b, weight_bytes, kv_bytes_per_token,
+vocab_size, eagle3_heads: [...], draft_models: [...]}.
+
+Rules encoded (jetson-speculative-decoding skill):
+- EAGLE-3 only with a *published* head listed in the catalog; never invent one.
+- Otherwise a catalogued same-family draft model (same vocabulary), else off.
+- Speculation only on Thor and AGX Orin; Orin Nano/NX lack the headroom.
+- num_speculative_tokens starts at 5 on Thor, 3 on AGX Orin (draft_model: 4 / 3).
+"""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import (
+    SpecConfigError, validate_model_ref,
+)
+
+CATALOG_VAR = "vllm_server_model_catalog"
+
+# Board families as reported by the facts (detect_jetson.sh SKU / product line names).
+SPECULATION_FAMILIES = ("thor", "thor-agx", "orin-agx")
+NO_SPECULATION_FAMILIES = ("orin-nx", "orin-nano")
+
+# Skill: "start at 5 on Thor, 3 on AGX Orin"; its draft_model example uses 4, and
+# eval 002 uses 3 for draft_model on AGX Orin.
+_START_K = {
+    "eagle3": {"thor": 5, "orin-agx": 3},
+    "draft_model": {"thor": 4, "orin-agx": 3},
+}
+PREFERRED_METHODS = ("eagle3", "draft_model", "off")
+
+# Skill: "Drop --gpu-memory-utilization by ~0.05 vs the non-speculative baseline".
+LADDER_STEP = 0.05
+# jetson-inference-mem-tune recommend.py MIN_GPU_UTIL.
+MIN_UTILIZATION = 0.30
+
+
+def _family_key(family_board):
+    return "thor" if family_board in ("thor", "thor-agx") else family_board
+
+
+def _off(reason):
+    return {"method": None, "model": None, "weight_bytes": None, "kv_bytes_per_token": None,
+            "num_speculative_tokens": None, "reason": reason}
+
+
+def _positive_int(value):
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def catalog_entry(catalog, target):
+    """Return the catalog entry for ``target`` or None; raise if the catalog is not a mapping."""
+    if not isinstance(catalog, dict):
+        raise SpecConfigError("%s must be a mapping of target model id -> entry, got %s"
+                              % (CATALOG_VAR, type(catalog).__name__))
+    entry = catalog.get(target)
+    if entry is not None and not isinstance(entry, dict):
+        raise SpecConfigError("%s[%r] must be a mapping, got %s" % (CATALOG_VAR, target, type(entry).__name__))
+    return entry
+
+
+def _usable(candidates, target, target_vocab, kind, skipped):
+    """Yield well-formed catalog candidates; note the ones skipped and why."""
+    if not isinstance(candidates, list):
+        if candidates is not None:
+            skipped.append("%s[%r].%s is not a list" % (CATALOG_VAR, target, kind))
+        return
+    for item in candidates:
+        if not isinstance(item, dict):
+            skipped.append("%s entry %r is not a mapping" % (kind, item))
+            continue
+        try:
+            validate_model_ref(item.get("model"), "%s model" % kind)
+        except SpecConfigError as exc:
+            skipped.append(str(exc))
+            continue
+        if not _positive_int(item.get("weight_bytes")):
+            skipped.append("%s %s has no positive integer weight_bytes" % (kind, item.get("model")))
+            continue
+        vocab = item.get("vocab_size")
+        if target_vocab and vocab and vocab != target_vocab:
+            # vLLM refuses this pairing ("Target and draft model should have the same vocabulary size").
+            skipped.append("%s %s has vocab_size %s, target has %s" % (kind, item["model"], vocab, target_vocab))
+            continue
+        yield item
+
+
+def _chosen(method, item, family_board, reason):
+    return {"method": method, "model": item["model"], "weight_bytes": item["weight_bytes"],
+            "kv_bytes_per_token": item.get("kv_bytes_per_token"),
+            "num_speculative_tokens": _START_K[method][_family_key(family_board)], "reason": reason}
+
+
+def select_speculation(catalog, target, preferred_method="eagle3", family_board=None):
+    """Return {method, model, weight_bytes, kv_bytes_per_token, num_speculative_tokens, reason}.
+
+    ``method`` is None (speculation off) when the board, the catalog or the
+    preference rules it out; ``reason`` always says why, with names to act on.
+    """
+    if preferred_method not in PREFERRED_METHODS:
+        raise SpecConfigError("preferred_method must be one of %s, got %r"
+                              % (", ".join(PREFERRED_METHODS), preferred_method))
+    entry = catalog_entry(catalog, target)
+    if preferred_method == "off":
+        return _off("speculation is off because preferred_method is 'off'")
+    if family_board in NO_SPECULATION_FAMILIES:
+        return _off("board family %s: Orin Nano/NX rarely have the memory for a target plus a draft or "
+                    "EAGLE-3 head and OOM at startup; speculation is only enabled on Thor and AGX Orin"
+                    % family_board)
+    if family_board not in SPECULATION_FAMILIES:
+        return _off("board family %r is not one of %s; pass the family from the Jetson facts "
+                    "(speculation is only enabled on Thor and AGX Orin)"
+                    % (family_board, ", ".join(SPECULATION_FAMILIES)))
+    if entry is None:
+        return _off("target %s is not in %s; add an entry (family, weight_bytes, kv_bytes_per_token, "
+                    "eagle3_heads, draft_models) to enable speculation for it" % (target, CATALOG_VAR))
+
+    skipped = []
+    vocab = entry.get("vocab_size")
+    if preferred_method == "eagle3":
+        for head in _usable(entry.get("eagle3_heads"), target, None, "eagle3_heads", skipped):
+            return _chosen("eagle3", head, family_board,
+                           "published EAGLE-3 head %s is catalogued for %s" % (head["model"], target))
+    for draft in _usable(entry.get("draft_models"), target, vocab, "draft_models", skipped):
+        why = "no published EAGLE-3 head is catalogued for %s" % target if preferred_method == "eagle3" \
+            else "preferred_method is draft_model"
+        return _chosen("draft_model", draft, family_board,
+                       "%s; using same-family draft model %s" % (why, draft["model"]))
+    reason = ("no published EAGLE-3 head and no same-family draft model are catalogued for %s "
+              "(do not train a head ad hoc; add a published one to %s)" % (target, CATALOG_VAR))
+    if preferred_method == "draft_model":
+        reason = "no same-family draft model is catalogued for %s in %s" % (target, CATALOG_VAR)
+    if skipped:
+        reason += "; skipped: " + "; ".join(skipped)
+    return _off(reason)
+
+
+def catalog_model_facts(catalog, model):
+    """Find ``model`` anywhere in the catalog (target, head or draft): {weight_bytes, kv_bytes_per_token}.
+
+    Returns None when the catalog does not know the model.
+    """
+    if not isinstance(catalog, dict):
+        return None
+    if isinstance(catalog.get(model), dict):
+        entry = catalog[model]
+        return {"weight_bytes": entry.get("weight_bytes"), "kv_bytes_per_token": entry.get("kv_bytes_per_token")}
+    for entry in catalog.values():
+        if not isinstance(entry, dict):
+            continue
+        for kind in ("eagle3_heads", "draft_models"):
+            for item in entry.get(kind) or []:
+                if isinstance(item, dict) and item.get("model") == model:
+                    return {"weight_bytes": item.get("weight_bytes"),
+                            "kv_bytes_per_token": item.get("kv_bytes_per_token")}
+    return None
+
+
+# --- fallback ladder -------------------------------------------------------------------------
+
+def _round_util(value):
+    return round(value + 1e-9, 2)
+
+
+def fallback_ladder(catalog, target, family_board, gpu_memory_utilization, step=LADDER_STEP,
+                    min_utilization=MIN_UTILIZATION):
+    """Return the ordered rungs to try after a failed start.
+
+    eagle3 at util -> eagle3 at util-step -> draft_model at util-step -> off at util.
+    ``gpu_memory_utilization`` is the speculative starting value.  Rungs the catalog
+    cannot fill (no head, no draft) or whose utilization would drop below
+    ``min_utilization`` are left out.  The last rung is always speculation off.
+    """
+    if isinstance(gpu_memory_utilization, bool) or not isinstance(gpu_memory_utilization, (int, float)):
+        raise SpecConfigError("gpu_memory_utilization must be a number, got %r" % (gpu_memory_utilization,))
+    util = _round_util(gpu_memory_utilization)
+    lower = _round_util(gpu_memory_utilization - step)
+    rungs = []
+    eagle = select_speculation(catalog, target, "eagle3", family_board)
+    if eagle["method"] == "eagle3":
+        rungs.append({"method": "eagle3", "model": eagle["model"], "gpu_memory_utilization": util,
+                      "num_speculative_tokens": eagle["num_speculative_tokens"]})
+        if lower >= min_utilization:
+            rungs.append({"method": "eagle3", "model": eagle["model"], "gpu_memory_utilization": lower,
+                          "num_speculative_tokens": eagle["num_speculative_tokens"]})
+    draft = select_speculation(catalog, target, "draft_model", family_board)
+    if draft["method"] == "draft_model" and lower >= min_utilization:
+        rungs.append({"method": "draft_model", "model": draft["model"], "gpu_memory_utilization": lower,
+                      "num_speculative_tokens": draft["num_speculative_tokens"]})
+    rungs.append({"method": None, "model": None, "gpu_memory_utilization": util, "num_speculative_tokens": None})
+    for index, rung in enumerate(rungs):
+        rung["rung"] = index
+    return rungs
+
+
+def _same_rung(rung, attempt):
+    return (rung["method"] == attempt.get("method") and rung["model"] == attempt.get("model")
+            and abs(rung["gpu_memory_utilization"] - float(attempt.get("gpu_memory_utilization") or 0)) < 0.005)
+
+
+def fallback_next(ladder, attempts):
+    """Given the ladder and the attempts so far, say what to do next.
+
+    ``attempts`` is a list of {method, model, gpu_memory_utilization, ok}.  Returns
+    {done, rung, reason}: ``done`` true with the succeeded rung when the last
+    attempt worked, true with rung None when every rung failed, otherwise false with
+    the first rung not yet tried.
+    """
+    if not isinstance(ladder, list) or not ladder:
+        raise SpecConfigError("ladder must be the non-empty list returned by fallback_ladder")
+    if not isinstance(attempts, list):
+        raise SpecConfigError("attempts must be a list of {method, model, gpu_memory_utilization, ok}")
+    for attempt in attempts:
+        if not isinstance(attempt, dict) or not isinstance(attempt.get("ok"), bool):
+            raise SpecConfigError("each attempt needs a boolean 'ok', got %r" % (attempt,))
+    if attempts and attempts[-1]["ok"]:
+        last = attempts[-1]
+        return {"done": True, "rung": dict(last), "reason": "the last attempt (%s at %s) started"
+                % (last.get("method") or "off", last.get("gpu_memory_utilization"))}
+    for rung in ladder:
+        if not any(_same_rung(rung, attempt) for attempt in attempts):
+            tried = len(attempts)
+            return {"done": False, "rung": dict(rung),
+                    "reason": "%d attempt(s) failed; next rung %d: %s at gpu_memory_utilization %.2f"
+                    % (tried, rung["rung"], rung["method"] or "speculation off", rung["gpu_memory_utilization"])}
+    return {"done": True, "rung": None,
+            "reason": "every rung failed, including speculation off: the baseline server itself does not "
+                      "start; fix that before enabling speculation"}

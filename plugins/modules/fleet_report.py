@@ -1,0 +1,215 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: fleet_report
+short_description: Write the fleet rollout report (JSON, Markdown, HTML) on the controller
+version_added: 0.1.0
+author: jetson.specdec contributors
+description:
+  - Writes C(report.json), C(report.md) and C(report.html) into C(<dest_dir>/<run_id>/).
+  - The tables are grouped by board family, with per-family medians; failed and unreachable hosts, and expected
+    hosts without a record, are listed separately; simulated hosts carry a SIMULATED label.
+  - The HTML embeds a chart of TPOT p50 and throughput before and after per host as a base64 PNG drawn with
+    matplotlib (Agg backend). Without matplotlib the HTML holds the tables and a note.
+  - Run it on the controller, once, with C(delegate_to=localhost) and C(run_once=true). It is the only module of
+    the collection that may use a non-standard library (matplotlib), and only when it is installed.
+options:
+  records:
+    description:
+      - Per-host records with keys C(host), C(simulated), C(facts) (C(family), C(variant), C(model), C(l4t),
+        C(jetpack), C(memory_total_bytes), C(power_mode)), C(config_before), C(config_after), C(baseline) and
+        C(candidate) (vllm_bench results or lists of repeats), C(spec_decode), C(verdict), C(attempts), C(timings),
+        C(status), C(error). Missing keys show as blanks.
+    type: list
+    elements: dict
+    required: true
+  dest_dir:
+    description: Directory under which the run directory is created.
+    type: path
+    required: true
+  run_id:
+    description: Name of the run directory, one path component. Defaults to the UTC time C(YYYYMMDDTHHMMSSZ).
+    type: str
+  expected_hosts:
+    description: All hosts of the play (for example C(ansible_play_hosts_all)); those without a record are listed as
+      unreachable or failed.
+    type: list
+    elements: str
+    default: []
+  title:
+    description: Report title.
+    type: str
+    default: jetson.specdec fleet report
+  chart:
+    description: Draw the chart in the HTML report (needs matplotlib).
+    type: bool
+    default: true
+  low_concurrency:
+    description: Concurrency level of the single-stream columns.
+    type: int
+    default: 1
+  high_concurrency:
+    description: Concurrency level of the batched-throughput column.
+    type: int
+    default: 8
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: none
+"""
+
+EXAMPLES = r"""
+- name: Write the fleet report
+  jetson.specdec.fleet_report:
+    records: "{{ ansible_play_hosts_all | map('extract', hostvars, 'specdec_record') | select('defined') | list }}"
+    expected_hosts: "{{ ansible_play_hosts_all }}"
+    dest_dir: "{{ playbook_dir }}/../reports"
+    run_id: "{{ specdec_run_id }}"
+  delegate_to: localhost
+  run_once: true
+  register: specdec_report
+"""
+
+RETURN = r"""
+run_dir:
+  description: Directory the report files are in.
+  returned: always
+  type: str
+json_path:
+  description: Path of report.json.
+  returned: always
+  type: str
+markdown_path:
+  description: Path of report.md.
+  returned: always
+  type: str
+html_path:
+  description: Path of report.html.
+  returned: always
+  type: str
+markdown:
+  description: The Markdown report text.
+  returned: always
+  type: str
+chart:
+  description: Whether a chart was embedded in the HTML.
+  returned: always
+  type: bool
+summary:
+  description: Host count, decision counts, simulated and missing host counts.
+  returned: always
+  type: dict
+"""
+
+import base64
+import io
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.jetson.specdec.plugins.module_utils.fleet_report import (
+    build_report, chart_series, render_html, render_markdown,
+)
+from ansible_collections.jetson.specdec.plugins.module_utils.rollout_state import (
+    atomic_write_text, iso, utc_now,
+)
+
+
+def draw_chart(series):
+    """Base64 PNG of TPOT p50 and throughput before/after per host, or (None, note).
+
+    matplotlib is imported here, not at module import, so a controller without it
+    still gets the tables.
+    """
+    if not series:
+        return None, "No host has before/after numbers to chart."
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        from matplotlib import pyplot
+    except ImportError:
+        return None, "Chart left out: matplotlib is not installed on the controller (pip install matplotlib)."
+    labels = [s["label"] for s in series]
+    pos = list(range(len(series)))
+    width = 0.38
+    fig, axes = pyplot.subplots(1, 2, figsize=(max(8.0, 1.2 * len(series) + 4), 4.5))
+    try:
+        for ax, key, title in ((axes[0], "tpot", "TPOT p50 (ms, lower is better)"),
+                               (axes[1], "tok_s", "Throughput at concurrency 1 (tok/s)")):
+            before = [s[key + "_before"] or 0 for s in series]
+            after = [s[key + "_after"] or 0 for s in series]
+            ax.bar([p - width / 2 for p in pos], before, width, label="before")
+            ax.bar([p + width / 2 for p in pos], after, width, label="after")
+            ax.set_title(title)
+            ax.set_xticks(pos)
+            ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+            ax.legend()
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=90)
+    finally:
+        pyplot.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii"), None
+
+
+def _changed_write(path, text, check_mode):
+    try:
+        with open(path, "r", encoding="utf-8") as handle:
+            if handle.read() == text:
+                return False
+    except (IOError, OSError):
+        pass
+    if not check_mode:
+        atomic_write_text(path, text)
+    return True
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            records=dict(type="list", elements="dict", required=True),
+            dest_dir=dict(type="path", required=True),
+            run_id=dict(type="str"),
+            expected_hosts=dict(type="list", elements="str", default=[]),
+            title=dict(type="str", default="jetson.specdec fleet report"),
+            chart=dict(type="bool", default=True),
+            low_concurrency=dict(type="int", default=1),
+            high_concurrency=dict(type="int", default=8),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    now = utc_now()
+    run_id = p["run_id"] or now.strftime("%Y%m%dT%H%M%SZ")
+    if run_id in (".", "..") or "/" in run_id or os.sep in run_id or not run_id.strip():
+        module.fail_json(msg="run_id must be a single directory name (no '/', not '.' or '..'), got %r; "
+                             "use for example a timestamp like 20260301T120000Z" % run_id)
+    run_dir = os.path.join(p["dest_dir"], run_id)
+    report = build_report(p["records"], run_id, iso(now), p["expected_hosts"],
+                          p["low_concurrency"], p["high_concurrency"])
+    markdown = render_markdown(report, p["title"])
+    png, note = (None, None)
+    if p["chart"]:
+        png, note = draw_chart(chart_series(report))
+    html_text = render_html(report, png, note, p["title"])
+    json_text = json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
+
+    paths = dict(json_path=os.path.join(run_dir, "report.json"),
+                 markdown_path=os.path.join(run_dir, "report.md"),
+                 html_path=os.path.join(run_dir, "report.html"))
+    changed = False
+    for key, text in (("json_path", json_text), ("markdown_path", markdown), ("html_path", html_text)):
+        changed = _changed_write(paths[key], text, module.check_mode) or changed
+    module.exit_json(changed=changed, run_dir=run_dir, markdown=markdown, chart=png is not None,
+                     summary=report["summary"], **paths)
+
+
+if __name__ == "__main__":
+    main()

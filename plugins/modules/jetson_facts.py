@@ -1,0 +1,325 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: jetson_facts
+short_description: Identify an NVIDIA Jetson board, its L4T/JetPack release and its vLLM runtime
+description:
+  - Reads the device tree, C(/etc/nv_tegra_release), C(/etc/nv_boot_control.conf), C(/proc/meminfo),
+    C(/etc/os-release) and the CUDA version file, optionally runs a few read-only probe commands,
+    and returns C(ansible_facts.jetson).
+  - The family decision comes from module part numbers, the compatible list and the model string;
+    memory size is used for the variant only as the last resort, and conflicting evidence yields
+    C(unknown)/null plus a warning instead of a guess.
+  - Runs with the Python standard library only and never changes the host.
+version_added: "0.1.0"
+author:
+  - jetson.specdec contributors
+options:
+  root:
+    description:
+      - Every file is read under this prefix.
+      - Keep C(/) on a real board; point it at a sysroot (a fixture tree, a simulated board) to
+        describe that tree instead. Symlinks leading outside I(root) are not followed.
+    type: path
+    default: /
+  probe_commands:
+    description:
+      - Run C(nvpmodel -q), C(nvidia-smi --query-gpu=name --format=csv,noheader) (Thor only, where
+        it is real), C(dpkg-query) for C(nvidia-l4t-core) (only when C(/etc/nv_tegra_release) is
+        unusable), C(docker info), C(docker image ls) and C(vllm --version) where present.
+      - Each command runs with C(LC_ALL=C) under C(timeout) I(probe_timeout) seconds. A missing or
+        failing command is a warning (docker and vllm may simply be absent), never an error.
+      - With I(root) other than C(/) no command runs unless I(probe_under_root=true), because host
+        commands would describe the machine running the module rather than the tree under I(root).
+    type: bool
+    default: true
+  probe_under_root:
+    description:
+      - Only used when I(root) is not C(/) and I(probe_commands=true).
+      - Run the probe executables found under I(root) (C(usr/sbin), C(usr/bin), C(sbin), C(bin),
+        C(usr/local/bin)), for example stand-ins installed in a simulated board's sysroot.
+        Commands missing from the root are skipped; the host's own are never used.
+    type: bool
+    default: false
+  probe_timeout:
+    description: Seconds each probe command may run before it is stopped and reported as a warning.
+    type: int
+    default: 5
+attributes:
+  check_mode:
+    support: full
+    description: The module only reads; check mode returns the same facts.
+notes:
+  - Detection order for the Thor T5000/T4000 split is C(nv_boot_control.conf) TNSPEC, device-tree part
+    number or model string, C(nvidia-smi) name, then C(MemTotal).
+  - C(jetpack) comes from the exact L4T table, else from the L4T major.minor when every known release
+    of that series maps to one JetPack major.minor (C(39.2.1) gives C(7.2)); otherwise it is null.
+"""
+
+EXAMPLES = r"""
+- name: Gather Jetson facts
+  jetson.specdec.jetson_facts:
+
+- name: Describe a simulated board's sysroot without running host commands
+  jetson.specdec.jetson_facts:
+    root: /opt/jetson-sim/root
+
+- name: Use the stand-in probe commands installed inside the sysroot
+  jetson.specdec.jetson_facts:
+    root: /opt/jetson-sim/root
+    probe_under_root: true
+
+- name: Group hosts by board family
+  ansible.builtin.group_by:
+    key: "{{ ansible_facts.jetson.family }}"
+"""
+
+RETURN = r"""
+ansible_facts:
+  description: Facts to add to C(ansible_facts).
+  returned: always
+  type: dict
+  contains:
+    jetson:
+      description: What the module found about this board.
+      returned: always
+      type: dict
+      contains:
+        is_jetson:
+          description: True when a Tegra device tree, a Jetson model string or an L4T release was found.
+          type: bool
+          sample: true
+        family:
+          description: Board group used for group_vars and C(group_by).
+          type: str
+          choices: [thor, agx_orin, orin_nx, orin_nano, agx_xavier, xavier_nx, unknown]
+          sample: agx_orin
+        variant:
+          description: Module variant, or null when the evidence is missing or conflicting.
+          type: str
+          sample: agx_orin_64gb
+        variant_source:
+          description: Which evidence named the variant.
+          type: str
+          choices: [boot_control, device_tree, nvidia_smi, memory]
+          sample: device_tree
+        super:
+          description: True when the compatible list, model string, board config or power mode says Super.
+          type: bool
+          sample: false
+        model:
+          description: Device-tree model string with NULs stripped; null when absent or binary junk.
+          type: str
+          sample: NVIDIA Jetson AGX Orin Developer Kit
+        compatible:
+          description: Device-tree compatible entries in order.
+          type: list
+          elements: str
+          sample: [nvidia,p3737-0000+p3701-0005, nvidia,p3701-0005, nvidia,tegra234, nvidia,tegra23x]
+        module_part:
+          description: Module part number from TNSPEC, the compatible list or nvidia,boardids.
+          type: str
+          sample: p3701-0005
+        soc:
+          description: Tegra SoC.
+          type: str
+          sample: tegra234
+        cuda_arch:
+          description: CUDA compute capability of the integrated GPU.
+          type: str
+          sample: "8.7"
+        memory_bandwidth_gbps:
+          description: Theoretical memory bandwidth from the module table (Super figure when super).
+          type: float
+          sample: 204.8
+        memory_total_bytes:
+          description: MemTotal from /proc/meminfo in bytes.
+          type: int
+          sample: 65894313984
+        memory_available_bytes:
+          description: MemAvailable from /proc/meminfo in bytes.
+          type: int
+          sample: 58123456512
+        l4t:
+          description: Jetson Linux release, or null.
+          type: dict
+          contains:
+            release:
+              description: Dotted release.
+              type: str
+              sample: 36.4.4
+            major:
+              description: Major release number.
+              type: int
+              sample: 36
+            minor:
+              description: Minor release number.
+              type: int
+              sample: 4
+            patch:
+              description: Patch release number.
+              type: int
+              sample: 4
+            source:
+              description: Where the release was read.
+              type: str
+              choices: [nv_tegra_release, dpkg]
+              sample: nv_tegra_release
+        jetpack:
+          description: Plain dotted JetPack version, or null when it cannot be known.
+          type: str
+          sample: 6.2.1
+        jetpack_label:
+          description: The exact table label including NVIDIA's suffix, null for major.minor answers.
+          type: str
+          sample: 7.2 GA
+        jetpack_source:
+          description: C(exact) table hit or C(major_minor) series answer; null with jetpack.
+          type: str
+          sample: exact
+        cuda_version:
+          description: cuda_nvcc.version from usr/local/cuda/version.json, else version.txt.
+          type: str
+          sample: 12.6.68
+        power_mode:
+          description: Active nvpmodel mode (from C(nvpmodel -q), else nvpmodel's status and conf files).
+          type: dict
+          contains:
+            name:
+              description: Mode name.
+              type: str
+              sample: MAXN
+            id:
+              description: Mode id.
+              type: int
+              sample: 0
+        maxn:
+          description: True when the power mode is MAXN or MAXN_*.
+          type: bool
+          sample: true
+        os:
+          description: Operating system from etc/os-release.
+          type: dict
+          contains:
+            distribution:
+              description: NAME field.
+              type: str
+              sample: Ubuntu
+            version:
+              description: VERSION_ID field.
+              type: str
+              sample: "22.04"
+        kernel:
+          description: Kernel release from proc/sys/kernel/osrelease.
+          type: str
+          sample: 5.15.148-tegra
+        runtime:
+          description: Container and vLLM runtime found on the host.
+          type: dict
+          contains:
+            docker:
+              description: Docker answers C(docker info) (with probes) or is installed (without).
+              type: bool
+            nvidia_runtime:
+              description: Docker lists an nvidia runtime (or daemon.json / nvidia-container-runtime has it).
+              type: bool
+            vllm_version:
+              description: Output of a native C(vllm --version), or null.
+              type: str
+            vllm_images:
+              description: Local Docker images whose name contains vllm.
+              type: list
+              elements: str
+        boot_control:
+          description: Raw TNSPEC and COMPATIBLE_SPEC lines of nv_boot_control.conf (null when absent).
+          type: dict
+          contains:
+            tnspec:
+              description: TNSPEC value.
+              type: str
+              sample: 3701-500-0004-L.0-1-0-jetson-agx-orin-devkit-
+            compatible_spec:
+              description: COMPATIBLE_SPEC value.
+              type: str
+              sample: 3701--0004--1--jetson-agx-orin-devkit-
+        probes_run:
+          description: Probe commands that were actually executed.
+          type: list
+          elements: str
+          sample: [nvpmodel, docker]
+        warnings:
+          description: Plain sentences about missing, broken or conflicting evidence and about settings
+            that make benchmarks unreliable, each with its remedy when there is one.
+          type: list
+          elements: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson_detect import gather
+
+ROOT_BIN_DIRS = ("usr/sbin", "usr/bin", "sbin", "bin", "usr/local/bin")
+
+
+def _finder(module, root, under_root):
+    if not under_root:
+        return lambda name: module.get_bin_path(name, opt_dirs=["/usr/sbin", "/sbin"])
+
+    def find_under_root(name):
+        for directory in ROOT_BIN_DIRS:
+            candidate = os.path.join(root, directory, name)
+            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+                return candidate
+        return None
+    return find_under_root
+
+
+def make_runner(module, root, probe_commands, probe_under_root, timeout):
+    """Return runner(name, args) -> (rc, out, err) | None, or None when probes are off."""
+    at_host_root = os.path.realpath(root) == "/"
+    if not probe_commands or (not at_host_root and not probe_under_root):
+        return None
+    find = _finder(module, root, not at_host_root)
+    timeout_bin = module.get_bin_path("timeout")
+
+    def run(name, args):
+        path = find(name)
+        if not path:
+            return None
+        command = ([timeout_bin, str(timeout)] if timeout_bin else []) + [path] + list(args)
+        return module.run_command(command, check_rc=False,
+                                  environ_update={"LANG": "C", "LC_ALL": "C"})
+    return run
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            root=dict(type="path", default="/"),
+            probe_commands=dict(type="bool", default=True),
+            probe_under_root=dict(type="bool", default=False),
+            probe_timeout=dict(type="int", default=5),
+        ),
+        supports_check_mode=True,
+    )
+    root = module.params["root"]
+    if not os.path.isdir(root):
+        module.fail_json(msg="root %s is not a directory" % root)
+    if module.params["probe_timeout"] < 1:
+        module.fail_json(msg="probe_timeout must be at least 1 second")
+    runner = make_runner(module, root, module.params["probe_commands"],
+                         module.params["probe_under_root"], module.params["probe_timeout"])
+    facts = gather(root, runner)
+    module.exit_json(changed=False, ansible_facts={"jetson": facts})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,276 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: rollout_state
+short_description: Read, write and lock the per-host speculative-decoding rollout state
+version_added: 0.1.0
+author: jetson.specdec contributors
+description:
+  - Keeps a JSON state file per Jetson host (status, config hash, last good config, verdict, benchmarks,
+    fallback-ladder attempts, ISO 8601 UTC timestamps) so an interrupted rollout is resumed, and a
+    converged host is left alone.
+  - Writes are atomic (temporary file in the same directory, fsync, rename), file mode 0644, directory 0755.
+  - Also takes and releases a rollout lock so two controllers never roll out the same host at once.
+  - Optionally publishes the state as node_exporter textfile-collector metrics.
+options:
+  state:
+    description:
+      - V(read) returns the stored state (an empty default when the file is missing; a corrupt file is moved
+        aside to C(<path>.corrupt-<timestamp>) with a warning).
+      - V(write) merges the given fields into the state. Changed only when the content differs apart from
+        timestamps.
+      - V(lock) creates O(lock_path) exclusively. A fresh lock held by another owner fails the task; a lock
+        older than O(lock_timeout) is taken over with a warning.
+      - V(unlock) removes the lock if O(owner) holds it, or any lock with O(force=true).
+    type: str
+    choices: [read, write, lock, unlock]
+    default: read
+  path:
+    description: State file.
+    type: path
+    default: /var/lib/jetson-specdec/state.json
+  lock_path:
+    description: Lock file. Defaults to C(rollout.lock) next to O(path).
+    type: path
+  owner:
+    description:
+      - Identifier of this rollout (for example the run id), stored in the lock. Not a process id, because
+        every task runs in a new process. Required for O(state=lock), and for O(state=unlock) without O(force).
+    type: str
+  controller:
+    description: Name of the controller taking the lock, shown to whoever finds the lock held.
+    type: str
+  lock_timeout:
+    description: Seconds after which an existing lock counts as stale and is taken over.
+    type: int
+    default: 3600
+  force:
+    description:
+      - With O(state=unlock), remove the lock whoever holds it.
+      - With O(state=read) and O(config), report C(needs_rollout=true) even on a converged host.
+    type: bool
+    default: false
+  config:
+    description:
+      - What defines the candidate (unit content hash, speculative config, model, runtime version).
+      - The module stores its sha256 over canonical JSON as C(config_hash). With O(state=read) it is only
+        compared with the stored hash to compute C(needs_rollout).
+    type: dict
+  status:
+    description: New rollout status (O(state=write)).
+    type: str
+    choices: [pending, kept, reverted, refused, baseline, failed]
+  last_good:
+    description: Last known good configuration, for example C({config_hash, unit_backup}).
+    type: dict
+  verdict:
+    description: Verdict dict from the M(jetson.specdec.spec_verdict) filter.
+    type: dict
+  benchmarks:
+    description: Bench results by phase (V(baseline), V(candidate), V(final)); each a result or a list of repeats.
+    type: dict
+  attempts:
+    description: Replace the list of fallback-ladder attempts.
+    type: list
+    elements: dict
+  attempt:
+    description: Append one fallback-ladder attempt; it gets a C(recorded_at) timestamp.
+    type: dict
+  info:
+    description: Identity for reports and metrics, for example C({method, model, family, simulated}).
+    type: dict
+  error:
+    description: Error text of a failed attempt (an empty string clears it).
+    type: str
+  textfile_dir:
+    description:
+      - node_exporter textfile-collector directory, for example C(/var/lib/node_exporter/textfile_collector).
+      - When set, O(state=write) also writes C(jetson_specdec.prom) there atomically. Null turns this off.
+    type: path
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+notes:
+  - Timestamps are ISO 8601 UTC, for example C(2026-03-01T12:00:00Z).
+"""
+
+EXAMPLES = r"""
+- name: Take the rollout lock
+  jetson.specdec.rollout_state:
+    state: lock
+    owner: "{{ specdec_run_id }}"
+    controller: "{{ lookup('ansible.builtin.pipe', 'hostname') }}"
+
+- name: Does this host need a rollout?
+  jetson.specdec.rollout_state:
+    config: "{{ specdec_candidate_config }}"
+  register: specdec_state
+
+- name: Record the verdict
+  jetson.specdec.rollout_state:
+    state: write
+    status: kept
+    config: "{{ specdec_candidate_config }}"
+    verdict: "{{ specdec_verdict }}"
+    benchmarks:
+      baseline: "{{ specdec_baseline }}"
+      candidate: "{{ specdec_candidate }}"
+    info: {method: eagle3, model: "{{ specdec_model }}", family: thor, simulated: false}
+    textfile_dir: /var/lib/node_exporter/textfile_collector
+
+- name: Clear a lock left by a crashed run
+  jetson.specdec.rollout_state:
+    state: unlock
+    force: true
+"""
+
+RETURN = r"""
+path:
+  description: State file path.
+  returned: always
+  type: str
+rollout_state:
+  description: The state after the action (the stored one for read, lock and unlock).
+  returned: always
+  type: dict
+  contains:
+    schema_version: {description: State schema version., type: int}
+    status: {description: "pending, kept, reverted, refused, baseline, failed or null.", type: str}
+    config_hash: {description: sha256 of the candidate config., type: str}
+    config: {description: The candidate config that was hashed., type: dict}
+    last_good: {description: Last known good config reference., type: dict}
+    verdict: {description: Stored verdict., type: dict}
+    benchmarks: {description: Bench results by phase., type: dict}
+    attempts: {description: Fallback-ladder records., type: list}
+    info: {description: Identity used by reports and metrics., type: dict}
+    error: {description: Last error., type: str}
+    created_at: {description: ISO 8601 UTC time of the first write., type: str}
+    updated_at: {description: ISO 8601 UTC time of the last content change., type: str}
+config_hash:
+  description: sha256 of O(config).
+  returned: when O(config) is given
+  type: str
+needs_rollout:
+  description: Whether the host must go through a rollout for O(config).
+  returned: when O(config) is given with O(state=read)
+  type: bool
+needs_rollout_reason:
+  description: Why (or why not), in one sentence.
+  returned: when O(config) is given with O(state=read)
+  type: str
+lock:
+  description: Lock holder C({owner, started_at, controller}) taken or released.
+  returned: with O(state=lock) or O(state=unlock)
+  type: dict
+textfile:
+  description: Path of the textfile-collector file written (or that would be written in check mode).
+  returned: with O(state=write) and O(textfile_dir)
+  type: str
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.jetson.specdec.plugins.module_utils.rollout_state import (
+    StateError, acquire_lock, atomic_write_text, config_hash, content_differs, dump_state,
+    merge_state, needs_rollout, read_state, release_lock, utc_now,
+)
+from ansible_collections.jetson.specdec.plugins.module_utils.textfile_metrics import render, write_textfile
+
+_WRITE_FIELDS = ("status", "last_good", "verdict", "benchmarks", "attempts", "info", "error")
+
+
+def _write(module, p, now, result):
+    current, warnings = read_state(p["path"], now, move_corrupt=not module.check_mode)
+    for w in warnings:
+        module.warn(w)
+    updates = dict((k, p[k]) for k in _WRITE_FIELDS if p[k] is not None)
+    if p["config"] is not None:
+        updates["config"] = p["config"]
+        updates["config_hash"] = result["config_hash"]
+    new = merge_state(current, updates, now, attempt=p["attempt"])
+    changed = content_differs(current, new)
+    if changed and not module.check_mode:
+        atomic_write_text(p["path"], dump_state(new))
+    if module._diff:
+        result["diff"] = {"before": dump_state(current), "after": dump_state(new),
+                          "before_header": p["path"], "after_header": p["path"]}
+    if p["textfile_dir"]:
+        tf_changed, tf_path = write_textfile(p["textfile_dir"], render(new), check_mode=module.check_mode)
+        result["textfile"] = tf_path
+        changed = changed or tf_changed
+    result.update(changed=changed, rollout_state=new)
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type="str", default="read", choices=["read", "write", "lock", "unlock"]),
+            path=dict(type="path", default="/var/lib/jetson-specdec/state.json"),
+            lock_path=dict(type="path"),
+            owner=dict(type="str"),
+            controller=dict(type="str"),
+            lock_timeout=dict(type="int", default=3600),
+            force=dict(type="bool", default=False),
+            config=dict(type="dict"),
+            status=dict(type="str", choices=["pending", "kept", "reverted", "refused", "baseline", "failed"]),
+            last_good=dict(type="dict"),
+            verdict=dict(type="dict"),
+            benchmarks=dict(type="dict"),
+            attempts=dict(type="list", elements="dict"),
+            attempt=dict(type="dict"),
+            info=dict(type="dict"),
+            error=dict(type="str"),
+            textfile_dir=dict(type="path"),
+        ),
+        required_if=[("state", "lock", ("owner",))],
+        supports_check_mode=True,
+    )
+    p = module.params
+    lock_path = p["lock_path"] or os.path.join(os.path.dirname(p["path"]), "rollout.lock")
+    if p["state"] == "unlock" and not p["owner"] and not p["force"]:
+        module.fail_json(msg="state=unlock needs owner (the id that took the lock) or force=true to remove "
+                             "whatever lock is there")
+    if p["lock_timeout"] < 0:
+        module.fail_json(msg="lock_timeout must be >= 0 seconds, got %d" % p["lock_timeout"])
+    now = utc_now()
+    result = dict(changed=False, path=p["path"])
+    try:
+        if p["config"] is not None:
+            result["config_hash"] = config_hash(p["config"])
+        if p["state"] == "read":
+            stored, warnings = read_state(p["path"], now, move_corrupt=not module.check_mode)
+            for w in warnings:
+                module.warn(w)
+            result["rollout_state"] = stored
+            if p["config"] is not None:
+                needed, reason = needs_rollout(stored, result["config_hash"], p["force"])
+                result.update(needs_rollout=needed, needs_rollout_reason=reason)
+        elif p["state"] == "write":
+            _write(module, p, now, result)
+        elif p["state"] == "lock":
+            changed, holder, warnings = acquire_lock(lock_path, p["owner"], p["controller"], now,
+                                                     p["lock_timeout"], module.check_mode)
+            for w in warnings:
+                module.warn(w)
+            result.update(changed=changed, lock=holder)
+        else:
+            changed, holder = release_lock(lock_path, p["owner"], p["force"], module.check_mode)
+            result.update(changed=changed, lock=holder)
+        if "rollout_state" not in result:
+            result["rollout_state"] = read_state(p["path"], now, move_corrupt=False)[0]
+    except StateError as exc:
+        module.fail_json(msg=str(exc), **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,301 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: vllm_bench
+short_description: Benchmark a vLLM OpenAI-compatible server (TTFT, TPOT, ITL, throughput, spec-decode acceptance)
+version_added: 0.1.0
+description:
+  - Streams synthetic requests to a vLLM server at one or more concurrency levels and reports
+    latency percentiles, throughput and speculative-decoding counters, with the definitions and
+    field names of C(vllm bench serve) and NVIDIA's jetson-llm-benchmark C(runs[]).
+  - Runs on the Jetson against its local server, or on the controller with C(delegate_to).
+    Python standard library only.
+  - Each level sends O(warmup_prompts) discarded requests, then O(num_prompts) measured requests
+    through a fixed pool of O(concurrency) streams. One extra discarded probe request precedes
+    the first level (it checks that token-id prompts are accepted and calibrates text prompts).
+  - TTFT is measured to the first streamed chunk that carries a choice; ITL per chunk; TPOT is
+    (E2E latency - TTFT) / (output tokens - 1) with output tokens from the usage chunk. Under
+    speculation one chunk carries several tokens, so judge speculation by TPOT, not ITL.
+  - Spec-decode figures are differences of the server's C(/metrics) counters taken around each
+    measured level.
+  - The module never changes the host (C(changed) is always false) and runs in check mode too,
+    because it is read-only; note that it still loads the server.
+author: jetson.specdec contributors
+attributes:
+  check_mode:
+    support: full
+    details: The benchmark runs in check mode (read-only); O(dest) is not written in check mode.
+  diff_mode:
+    support: none
+options:
+  url:
+    description: Base URL of the server (with or without a trailing C(/v1)).
+    type: str
+    default: http://127.0.0.1:8000
+  model:
+    description: Model name to request. Default is the first id listed by C(/v1/models).
+    type: str
+  api_key:
+    description: Bearer token sent as C(Authorization) header, if the server requires one.
+    type: str
+  endpoint:
+    description:
+      - C(completions) uses C(/v1/completions) with token-id prompts (exact input length);
+        C(chat) uses C(/v1/chat/completions) with text prompts.
+    type: str
+    choices: [completions, chat]
+    default: completions
+  concurrency:
+    description: Concurrency levels, one C(runs[]) entry each, in this order.
+    type: list
+    elements: int
+    default: [1, 8]
+  num_prompts:
+    description: Measured requests per concurrency level.
+    type: int
+    default: 50
+  warmup_prompts:
+    description: Discarded requests sent at each level's concurrency before it is measured.
+    type: int
+    default: 10
+  input_len:
+    description:
+      - Prompt length in tokens. Token-id prompts hit it exactly; text prompts are calibrated from
+        the probe's C(usage.prompt_tokens). C(input_len + output_len) is clamped to the server's
+        C(max_model_len) with a warning.
+    type: int
+    default: 2048
+  output_len:
+    description: Tokens generated per request (sent as C(max_tokens) with C(ignore_eos) and temperature 0).
+    type: int
+    default: 128
+  seed:
+    description: Seed of the synthetic prompts (same seed, same prompts).
+    type: int
+    default: 0
+  prompt_token_ids_range:
+    description:
+      - Token ids of synthetic prompts are drawn from [low, high). Must stay below the model's
+        vocabulary size; the default suits even tiny test models (vocabulary about 1024).
+    type: list
+    elements: int
+    default: [10, 500]
+  request_timeout:
+    description: Seconds one request may take in total (connect, prefill and streaming).
+    type: float
+    default: 300
+  max_duration:
+    description:
+      - Bound in seconds on the whole module run. Requests not started in time are recorded as
+        failed with reason C(deadline) and the module reports what it measured.
+    type: float
+    default: 3600
+  max_failed_ratio:
+    description: Fail the task when more than this fraction of measured requests failed.
+    type: float
+    default: 0.1
+  power_mode:
+    description:
+      - The host's power mode name (for example from jetson facts); a warning is added when it
+        is not C(MAXN) or C(MAXN_*).
+    type: str
+  dest:
+    description: Also write the result as JSON to this path on the host running the module.
+    type: path
+"""
+
+EXAMPLES = r"""
+- name: Benchmark the local vLLM server at concurrency 1 and 8
+  jetson.specdec.vllm_bench:
+    url: http://127.0.0.1:8000
+    power_mode: "{{ jetson_power_mode | default(omit) }}"
+    dest: /var/lib/jetson-specdec/bench-baseline.json
+  register: baseline
+
+- name: Quick check from the controller, bounded to five minutes
+  jetson.specdec.vllm_bench:
+    url: "http://{{ inventory_hostname }}:8000"
+    concurrency: [1]
+    num_prompts: 10
+    warmup_prompts: 2
+    input_len: 512
+    max_duration: 300
+  delegate_to: localhost
+"""
+
+RETURN = r"""
+runs:
+  description: One entry per concurrency level (field names match jetson-llm-benchmark's C(runs[])).
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    concurrency: {description: Number of concurrent streams., type: int, returned: always}
+    completed: {description: Requests that finished successfully., type: int, returned: always}
+    failed: {description: Requests that failed (see C(errors))., type: int, returned: always}
+    output_tokens: {description: Sum of output tokens of completed requests., type: int, returned: always}
+    duration_s: {description: Wall time from the first send to the last completion of the level., type: float, returned: always}
+    throughput_tok_s: {description: Output tokens per second of wall time., type: float, returned: always}
+    request_throughput: {description: Completed requests per second., type: float, returned: always}
+    ttft_ms_p50: {description: Median time to first token in ms (null without data)., type: float, returned: always}
+    ttft_ms_p90: {description: 90th percentile of TTFT in ms., type: float, returned: always}
+    ttft_ms_p99: {description: 99th percentile of TTFT in ms., type: float, returned: always}
+    tpot_ms_p50: {description: Median time per output token (after the first) in ms., type: float, returned: always}
+    tpot_ms_p90: {description: 90th percentile of TPOT in ms., type: float, returned: always}
+    tpot_ms_p99: {description: 99th percentile of TPOT in ms., type: float, returned: always}
+    itl_ms_p50: {description: Median gap between streamed chunks in ms., type: float, returned: always}
+    itl_ms_p99: {description: 99th percentile of the chunk gap in ms., type: float, returned: always}
+    e2e_latency_ms_p50: {description: Median request latency (send to last content chunk) in ms., type: float, returned: always}
+    e2e_latency_ms_p99: {description: 99th percentile of request latency in ms., type: float, returned: always}
+    errors:
+      description: Failed requests counted by reason (C(timeout), C(deadline), C(http_NNN), C(stream_closed),
+        C(malformed_sse), C(server_error), C(no_content), C(connection_refused), C(connection_error)).
+      type: dict
+      returned: always
+    spec_decode:
+      description: Spec-decode counters of this level, same keys as the top-level C(spec_decode), or null.
+      type: dict
+      returned: always
+spec_decode:
+  description: Spec-decode counter differences summed over all measured levels; null when the server exposes none.
+  returned: success
+  type: dict
+  contains:
+    drafts: {description: Draft steps., type: int, returned: always}
+    draft_tokens: {description: Draft tokens proposed., type: int, returned: always}
+    accepted_tokens: {description: Draft tokens accepted., type: int, returned: always}
+    acceptance_rate: {description: accepted_tokens / draft_tokens (null if no drafts)., type: float, returned: always}
+    mean_acceptance_length: {description: 1 + accepted_tokens / drafts (bonus token included)., type: float, returned: always}
+    per_position: {description: Acceptance rate of each draft position (accepted at position / drafts)., type: list, elements: float, returned: always}
+server:
+  description: What the server said about itself.
+  returned: success
+  type: dict
+  contains:
+    version: {description: From C(/version), null if absent., type: str, returned: always}
+    model: {description: The model benchmarked., type: str, returned: always}
+    max_model_len: {description: From C(/v1/models), null if absent., type: int, returned: always}
+simulated:
+  description: Value of the server's C(X-Jetson-Simulated) header, or null for a real server.
+  returned: success
+  type: str
+config:
+  description: The settings actually used (lengths after clamping; C(prompt_kind) is C(token_ids) or C(text)).
+  returned: success
+  type: dict
+  sample: {input_len: 2048, output_len: 128, num_prompts: 50, warmup_prompts: 10, endpoint: completions,
+           seed: 0, concurrency: [1, 8], prompt_kind: token_ids}
+bench_warnings:
+  description:
+    - Benchmark warnings (simulated server, power mode not MAXN, failures, prompt fallback, clamped lengths).
+    - They are also emitted as task warnings, which Ansible keeps in its own C(warnings) key in a form
+      that is not guaranteed to be plain strings; use this key in playbook logic. The O(dest) file
+      carries the same list as C(warnings), like jetson-llm-benchmark's output.
+  returned: always
+  type: list
+  elements: str
+"""
+
+import json
+import os
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.jetson.specdec.plugins.module_utils.bench_client import BenchError
+from ansible_collections.jetson.specdec.plugins.module_utils.bench_runner import run_benchmark
+
+
+def build_module():
+    return AnsibleModule(
+        argument_spec=dict(
+            url=dict(type="str", default="http://127.0.0.1:8000"),
+            model=dict(type="str"),
+            api_key=dict(type="str", no_log=True),
+            endpoint=dict(type="str", default="completions", choices=["completions", "chat"]),
+            concurrency=dict(type="list", elements="int", default=[1, 8]),
+            num_prompts=dict(type="int", default=50),
+            warmup_prompts=dict(type="int", default=10),
+            input_len=dict(type="int", default=2048),
+            output_len=dict(type="int", default=128),
+            seed=dict(type="int", default=0),
+            prompt_token_ids_range=dict(type="list", elements="int", default=[10, 500]),
+            request_timeout=dict(type="float", default=300.0),
+            max_duration=dict(type="float", default=3600.0),
+            max_failed_ratio=dict(type="float", default=0.1),
+            power_mode=dict(type="str"),
+            dest=dict(type="path"),
+        ),
+        supports_check_mode=True,
+    )
+
+
+def validate(p):
+    """Return an error message for impossible settings, else None."""
+    if not p["concurrency"] or min(p["concurrency"]) < 1:
+        return "concurrency must be a non-empty list of integers >= 1"
+    for key in ("num_prompts", "input_len", "output_len"):
+        if p[key] < 1:
+            return "%s must be >= 1" % key
+    if p["warmup_prompts"] < 0:
+        return "warmup_prompts must be >= 0"
+    for key in ("request_timeout", "max_duration"):
+        if p[key] <= 0:
+            return "%s must be > 0" % key
+    if not 0 <= p["max_failed_ratio"] <= 1:
+        return "max_failed_ratio must be within [0, 1]"
+    rng = p["prompt_token_ids_range"]
+    if len(rng) != 2 or rng[0] < 0 or rng[1] <= rng[0]:
+        return "prompt_token_ids_range must be [low, high] with 0 <= low < high"
+    return None
+
+
+def write_json(path, data):
+    """Write atomically so a reader never sees half a result."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".vllm_bench-")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True)
+        os.chmod(tmp, 0o644)
+        os.rename(tmp, path)
+    except Exception:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def main():
+    module = build_module()
+    p = module.params
+    error = validate(p)
+    if error:
+        module.fail_json(msg=error)
+    cfg = dict((k, p[k]) for k in (
+        "url", "model", "api_key", "endpoint", "concurrency", "num_prompts", "warmup_prompts",
+        "input_len", "output_len", "seed", "prompt_token_ids_range", "request_timeout",
+        "max_duration", "max_failed_ratio", "power_mode"))
+    try:
+        result, failure = run_benchmark(cfg)
+    except BenchError as exc:
+        module.fail_json(msg=str(exc), changed=False)
+    if p["dest"] and not module.check_mode:
+        try:
+            write_json(p["dest"], result)
+        except (IOError, OSError) as exc:
+            module.fail_json(msg="cannot write %s: %s" % (p["dest"], exc), changed=False, **result)
+    warnings = result.pop("warnings")
+    for w in warnings:
+        module.warn(w)
+    if failure:
+        module.fail_json(msg=failure, changed=False, bench_warnings=warnings, **result)
+    module.exit_json(changed=False, bench_warnings=warnings, **result)
+
+
+if __name__ == "__main__":
+    main()

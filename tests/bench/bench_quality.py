@@ -1,0 +1,318 @@
+#!/usr/bin/env python3
+"""Measured quality of jetson.specdec.vllm_bench (issue 5, items 1-4).
+
+Prints one JSON document (and a short table on stderr).  Nothing here is a
+unit test: it measures and reports; ``--check`` turns the targets into an
+exit status for CI.
+
+  2  ground truth: the simulator with a known step time (no prefill cost,
+     compute-free steps, so TPOT = step time at any concurrency); TPOT p50 at
+     concurrency 1 and 8 within 2 %, acceptance rate within 0.02 of the one
+     the profile's alpha implies (rejection sampling, k draft positions).
+  3  client cost: our client's CPU seconds per 1000 output tokens at 32
+     streams x 2000 tok/s aggregate, and whether it kept up (throughput and
+     TPOT vs ground truth); with --vllm-bin, also ``vllm bench serve``'s
+     CPU seconds on the same simulated server and settings.
+  4  stability: five runs on the simulator, coefficient of variation of TPOT p50.
+  1  reference client (needs the real vLLM lane): --real-url and --vllm-bin
+     (and --tokenizer: the served model's directory); three alternating rounds
+     each; median TPOT, median TTFT and output throughput within 5 %.
+
+Run from the repository root:
+  .venv/bin/python tests/bench/bench_quality.py --items 2,3,4
+  .venv/bin/python tests/bench/bench_quality.py --items 1 --real-url http://127.0.0.1:8011 \
+      --vllm-bin tests/vllm_lane/.venv/bin/vllm --tokenizer <model dir>
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import http.client
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+SIM_BIN = os.path.join(REPO, "tests", "simulator", "bin", "vllm")
+TARGET = "bench/quality-target"
+
+
+def _import_collection():
+    """Make the checkout importable as ansible_collections.jetson.specdec."""
+    base = tempfile.mkdtemp(prefix="specdec-bench-")
+    os.makedirs(os.path.join(base, "ansible_collections", "jetson"))
+    os.symlink(REPO, os.path.join(base, "ansible_collections", "jetson", "specdec"))
+    sys.path.insert(0, base)
+
+
+_import_collection()
+from ansible_collections.jetson.specdec.plugins.module_utils import bench_runner  # noqa: E402
+from ansible_collections.jetson.specdec.plugins.module_utils import bench_stats  # noqa: E402
+
+
+def log(msg):
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+
+
+def profile(step_s, alpha=0.6):
+    """A board whose decode step is exactly ``step_s`` wall seconds.
+
+    Weights / bandwidth gives the step; compute and prefill cost are zero so
+    neither batch size nor joining requests change it (known ground truth).
+    """
+    return {
+        "name": "bench-quality", "time_scale": 1.0,
+        "total_memory_bytes": 64 * 1024 ** 3, "memory_bandwidth_bytes_per_s": 1.0e11,
+        "bandwidth_efficiency": 1.0, "step_overhead_s": 0.0, "ngram_propose_s": 0.0,
+        "prefill_s_per_token_per_bparam": 0.0, "decode_compute_s_per_token_per_bparam": 0.0,
+        "models": {TARGET: {"weight_bytes": int(step_s * 1.0e11), "params_b": 1.0,
+                            "kv_bytes_per_token": 1024, "vocab_size": 32000,
+                            "max_position_embeddings": 8192, "compute_s_per_token": 0.0}},
+        "acceptance": [{"draft": "ngram", "target_family": "*", "alpha": alpha}],
+        "faults": {},
+    }
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Sim(object):
+    """The stand-in server as a child process on a free loopback port."""
+
+    def __init__(self, prof, spec=None, sim_bin=None):
+        sim_bin = sim_bin or SIM_BIN
+        self.dir = tempfile.mkdtemp(prefix="bench-sim-")
+        path = os.path.join(self.dir, "profile.json")
+        with open(path, "w") as fh:
+            json.dump(prof, fh)
+        self.port = free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        cmd = [sys.executable, sim_bin, "serve", TARGET, "--port", str(self.port),
+               "--host", "127.0.0.1", "--max-model-len", "4096"]
+        if spec:
+            cmd += ["--speculative-config", json.dumps(spec)]
+        env = dict(os.environ, JETSON_SIM_PROFILE=path)
+        self.log = open(os.path.join(self.dir, "sim.log"), "w")
+        self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT)
+
+    def __enter__(self):
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("simulator exited: see %s" % self.log.name)
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=1)
+                conn.request("GET", "/health")
+                status = conn.getresponse().status
+                conn.close()
+                if status == 200:
+                    return self
+            except (OSError, http.client.HTTPException):
+                pass
+            time.sleep(0.2)
+        raise RuntimeError("simulator not ready in 30 s: see %s" % self.log.name)
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        self.log.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def ours(url, conc, num_prompts, input_len, output_len, warmup, seed=0):
+    """One run of our runner in this process; returns (run, spec, cpu_s, result)."""
+    cfg = {"url": url, "concurrency": [conc], "num_prompts": num_prompts, "warmup_prompts": warmup,
+           "input_len": input_len, "output_len": output_len, "seed": seed,
+           "request_timeout": 120, "max_duration": 900}
+    cpu0 = time.process_time()
+    result, failure = bench_runner.run_benchmark(cfg)
+    cpu = time.process_time() - cpu0
+    if failure:
+        raise RuntimeError(failure)
+    return result["runs"][0], result["spec_decode"], cpu, result
+
+
+def vllm_bench_serve(vllm_bin, url, model, tokenizer, conc, num_prompts, input_len, output_len,
+                     warmup, seed=0):
+    """One ``vllm bench serve`` run; returns (its JSON result, child CPU seconds)."""
+    outdir = tempfile.mkdtemp(prefix="bench-ref-")
+    cmd = [vllm_bin, "bench", "serve", "--backend", "vllm", "--base-url", url, "--model", model,
+           "--dataset-name", "random", "--random-input-len", str(input_len),
+           "--random-output-len", str(output_len), "--random-range-ratio", "0", "--ignore-eos",
+           "--temperature", "0", "--max-concurrency", str(conc), "--num-prompts", str(num_prompts),
+           "--num-warmups", str(warmup), "--seed", str(seed),
+           "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
+           "--save-result", "--result-dir", outdir, "--result-filename", "ref.json"]
+    if tokenizer:
+        cmd += ["--tokenizer", tokenizer]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1")
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                          timeout=1800, universal_newlines=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode:
+        raise RuntimeError("vllm bench serve failed:\n" + proc.stdout[-3000:])
+    with open(os.path.join(outdir, "ref.json")) as fh:
+        data = json.load(fh)
+    shutil.rmtree(outdir, ignore_errors=True)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return data, cpu
+
+
+def expected_acceptance(alpha, k):
+    """accepted/drafted when each position is accepted with prob alpha until the first miss."""
+    return sum(alpha ** i for i in range(1, k + 1)) / k
+
+
+def rel(a, b):
+    return None if a is None or not b else (a - b) / b
+
+
+# ---- items -----------------------------------------------------------------------------
+
+def item2(args):
+    step, alpha, k = 0.010, 0.6, 3
+    out = {"step_ms": step * 1000, "levels": {}}
+    with Sim(profile(step)) as sim:
+        for conc, n in ((1, args.prompts_c1), (8, args.prompts_c8)):
+            run, _sd, _cpu, _r = ours(sim.url, conc, n, 256, 64, 2)
+            out["levels"][conc] = {"tpot_ms_p50": run["tpot_ms_p50"],
+                                   "rel_err": rel(run["tpot_ms_p50"], step * 1000)}
+            log("item2 c=%d tpot p50 %.3f ms (truth %.3f)" % (conc, run["tpot_ms_p50"], step * 1000))
+    with Sim(profile(step, alpha), {"method": "ngram", "num_speculative_tokens": k}) as sim:
+        _run, sd, _cpu, _r = ours(sim.url, 1, args.prompts_c8, 256, 128, 2)
+    truth = expected_acceptance(alpha, k)
+    out["acceptance"] = {"measured": sd and sd["acceptance_rate"], "truth": round(truth, 6),
+                         "abs_err": sd and round(sd["acceptance_rate"] - truth, 6),
+                         "drafts": sd and sd["drafts"]}
+    log("item2 acceptance %s (truth %.4f)" % (out["acceptance"]["measured"], truth))
+    out["pass"] = bool(all(abs(v["rel_err"]) <= 0.02 for v in out["levels"].values()) and sd
+                       and abs(out["acceptance"]["abs_err"]) <= 0.02)
+    return out
+
+
+def item3(args):
+    conc, agg = 32, 2000.0
+    step = conc / agg  # each of 32 streams gets one token per step
+    out = {"streams": conc, "aggregate_tok_s_truth": agg}
+    with Sim(profile(step)) as sim:
+        run, _sd, cpu, _r = ours(sim.url, conc, args.prompts_c32, 128, 128, 0)
+        wall = run["duration_s"]
+        out["ours"] = {"cpu_s": round(cpu, 3), "output_tokens": run["output_tokens"],
+                       "cpu_s_per_1k_tok": round(1000.0 * cpu / run["output_tokens"], 4),
+                       "cpu_share_of_one_core": round(cpu / wall, 3) if wall else None,
+                       "throughput_tok_s": run["throughput_tok_s"],
+                       "tpot_ms_p50": run["tpot_ms_p50"], "tpot_truth_ms": step * 1000,
+                       "tpot_rel_err": rel(run["tpot_ms_p50"], step * 1000)}
+        log("item3 ours: %s" % out["ours"])
+        if args.vllm_bin:
+            data, rcpu = vllm_bench_serve(args.vllm_bin, sim.url, TARGET, args.tokenizer, conc,
+                                          args.prompts_c32, 128, 128, 0)
+            out["vllm_bench_serve"] = {
+                "cpu_s_incl_startup": round(rcpu, 3), "output_tokens": data["total_output_tokens"],
+                "cpu_s_per_1k_tok_incl_startup": round(1000.0 * rcpu / data["total_output_tokens"], 4),
+                "throughput_tok_s": data["output_throughput"], "tpot_ms_p50": data["median_tpot_ms"]}
+            log("item3 vllm bench serve: %s" % out["vllm_bench_serve"])
+    # Not the bottleneck: TPOT p50 within 2 % of the server's step and less than
+    # half a core used (the other core serves).
+    o = out["ours"]
+    out["pass"] = abs(o["tpot_rel_err"]) <= 0.02 and o["cpu_share_of_one_core"] < 0.5
+    return out
+
+
+def item4(args):
+    step = 0.010
+    vals = {1: [], 8: []}
+    with Sim(profile(step)) as sim:
+        for i in range(args.repeats):
+            for conc, n in ((1, args.prompts_c1), (8, args.prompts_c8)):
+                run, _sd, _cpu, _r = ours(sim.url, conc, n, 256, 64, 2, seed=i)
+                vals[conc].append(run["tpot_ms_p50"])
+    out = {"runs": args.repeats}
+    for conc, v in vals.items():
+        cv = bench_stats.coefficient_of_variation(v)
+        out["c%d" % conc] = {"tpot_ms_p50": v, "cv": round(cv, 6) if cv is not None else None}
+        log("item4 c=%d tpot p50 %s cv %.5f" % (conc, v, cv))
+    return out
+
+
+def item1(args):
+    if not (args.real_url and args.vllm_bin):
+        raise SystemExit("item 1 needs --real-url and --vllm-bin (and usually --tokenizer)")
+    model = args.real_model
+    rounds = {"ours": [], "ref": []}
+    for r in range(3):
+        for conc in args.real_concurrency:
+            run, _sd, cpu, res = ours(args.real_url, conc, args.real_prompts, args.real_input_len,
+                                      args.real_output_len, args.real_warmup, seed=r)
+            model = model or res["server"]["model"]
+            rounds["ours"].append({"round": r, "concurrency": conc, "tpot": run["tpot_ms_p50"],
+                                   "ttft": run["ttft_ms_p50"], "tput": run["throughput_tok_s"],
+                                   "cpu_s": cpu, "tokens": run["output_tokens"]})
+            data, rcpu = vllm_bench_serve(args.vllm_bin, args.real_url, model, args.tokenizer, conc,
+                                          args.real_prompts, args.real_input_len,
+                                          args.real_output_len, args.real_warmup, seed=r)
+            rounds["ref"].append({"round": r, "concurrency": conc, "tpot": data["median_tpot_ms"],
+                                  "ttft": data["median_ttft_ms"], "tput": data["output_throughput"],
+                                  "cpu_s": rcpu, "tokens": data["total_output_tokens"]})
+            log("item1 round %d c=%d ours %s ref %s" % (r, conc, rounds["ours"][-1], rounds["ref"][-1]))
+    out = {"rounds": rounds, "compare": {}}
+    ok = True
+    for conc in args.real_concurrency:
+        cmp_ = {}
+        for key in ("tpot", "ttft", "tput"):
+            a = bench_stats.percentile([x[key] for x in rounds["ours"] if x["concurrency"] == conc], 50)
+            b = bench_stats.percentile([x[key] for x in rounds["ref"] if x["concurrency"] == conc], 50)
+            cmp_[key] = {"ours": a, "ref": b, "rel_diff": rel(a, b)}
+            ok = ok and abs(cmp_[key]["rel_diff"]) <= 0.05
+        out["compare"]["c%d" % conc] = cmp_
+    out["pass"] = ok
+    return out
+
+
+def main():
+    global SIM_BIN
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--items", default="2,3,4")
+    ap.add_argument("--sim-bin", default=None, help="the simulator launcher (default: tests/simulator/bin/vllm)")
+    ap.add_argument("--prompts-c1", type=int, default=20)
+    ap.add_argument("--prompts-c8", type=int, default=48)
+    ap.add_argument("--prompts-c32", type=int, default=96)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--real-url")
+    ap.add_argument("--real-model", help="served model name (default: first of /v1/models)")
+    ap.add_argument("--vllm-bin", help="the lane venv's vllm (for vllm bench serve)")
+    ap.add_argument("--tokenizer", help="tokenizer dir for vllm bench serve (the served model's dir)")
+    ap.add_argument("--real-concurrency", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8])
+    ap.add_argument("--real-prompts", type=int, default=20)
+    ap.add_argument("--real-input-len", type=int, default=256)
+    ap.add_argument("--real-output-len", type=int, default=128)
+    ap.add_argument("--real-warmup", type=int, default=2)
+    ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
+    args = ap.parse_args()
+    SIM_BIN = args.sim_bin or SIM_BIN
+    items = [int(x) for x in args.items.split(",") if x]
+    report = {}
+    for item in sorted(items):
+        report["item%d" % item] = {1: item1, 2: item2, 3: item3, 4: item4}[item](args)
+    print(json.dumps(report, indent=2, sort_keys=True))
+    if args.check and not all(v.get("pass", True) for v in report.values()):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

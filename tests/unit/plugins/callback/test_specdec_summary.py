@@ -1,0 +1,82 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+from ansible.executor.stats import AggregateStats
+
+from ansible_collections.jetson.specdec.plugins.callback.specdec_summary import CallbackModule, collect_records
+
+
+class FakeDisplay(object):
+    """Collects what the callback prints."""
+
+    verbosity = 0
+
+    def __init__(self):
+        self.lines = []
+        self.banners = []
+
+    def banner(self, msg, *args, **kwargs):
+        self.banners.append(msg)
+
+    def display(self, msg="", *args, **kwargs):
+        self.lines.append(msg)
+
+    def __getattr__(self, name):  # warning, vvv, ... : ignore
+        return lambda *a, **k: None
+
+
+def bench(tok_s, tpot):
+    return {"runs": [{"concurrency": 1, "throughput_tok_s": tok_s, "tpot_ms_p50": tpot, "failed": 0}],
+            "spec_decode": {"acceptance_rate": 0.64}}
+
+
+def make_stats():
+    stats = AggregateStats()
+    for host in ("thor-01", "agx-01", "nano-01", "nx-01"):
+        stats.increment("ok", host)
+    stats.increment("dark", "nano-01")
+    # what the playbook's set_stats(per_host=false, aggregate=true) produces, twice (two serial batches)
+    stats.update_custom_stats("jetson_specdec", {"thor-01": {
+        "facts": {"family": "thor"}, "simulated": True, "baseline": bench(28.1, 35.0), "candidate": bench(39.7, 24.0),
+        "verdict": {"decision": "keep", "action": "keep"}}})
+    stats.update_custom_stats("jetson_specdec", {"agx-01": {
+        "facts": {"family": "orin-agx"}, "baseline": bench(20.0, 50.0), "candidate": bench(24.0, 44.0),
+        "verdict": {"decision": "marginal", "action": "keep", "flagged": True}}})
+    return stats
+
+
+def run_callback(stats):
+    cb = CallbackModule(display=FakeDisplay())
+    cb.v2_playbook_on_stats(stats)
+    return cb._display
+
+
+def test_prints_table_and_hosts_without_record():
+    shown = run_callback(make_stats())
+    assert shown.banners == ["JETSON SPECDEC FLEET SUMMARY"]
+    text = "\n".join(shown.lines)
+    assert shown.lines[0].split() == ["host", "family", "decision", "c1", "tok/s", "before→after", "TPOT", "p50",
+                                      "ms", "before→after", "accept"]
+    thor = [l for l in shown.lines if l.startswith("thor-01")][0]
+    assert thor.split() == ["thor-01", "[SIM]", "thor", "keep", "28.1", "→", "39.7", "35.0", "→", "24.0", "0.64"]
+    assert "marginal*" in text and "* flagged" in text
+    assert "nano-01: no result recorded (failures=0 unreachable=1)" in text
+    assert "nx-01" not in text  # ok host without a record is not a problem
+
+
+def test_silent_without_specdec_data():
+    stats = AggregateStats()
+    stats.increment("ok", "h1")
+    shown = run_callback(stats)
+    assert shown.banners == [] and shown.lines == []
+
+
+def test_collect_records_per_host_form():
+    custom = {"h1": {"jetson_specdec": {"status": "kept", "verdict": {"decision": "keep"}}},
+              "_run": {"jetson_specdec": {"h2": {"status": "reverted"}}, "other": 1}}
+    assert sorted(collect_records(custom)) == ["h1", "h2"]
+
+
+def test_plugin_metadata():
+    assert CallbackModule.CALLBACK_TYPE == "aggregate" and CallbackModule.CALLBACK_NEEDS_ENABLED is True
+    assert CallbackModule.CALLBACK_NAME == "jetson.specdec.specdec_summary"

@@ -1,0 +1,32 @@
+import pytest
+
+from ansible_collections.jetson.specdec.plugins.module_utils import bench_prompts as bp
+
+
+def test_token_ids_length_range_and_seed():
+    a = bp.token_id_prompts(3, 2048, seed=7, id_range=(10, 500))
+    assert [len(p) for p in a] == [2048] * 3
+    assert all(10 <= t < 500 for p in a for t in p)
+    assert a == bp.token_id_prompts(3, 2048, seed=7, id_range=(10, 500))
+    assert a != bp.token_id_prompts(3, 2048, seed=8, id_range=(10, 500))
+    assert a[0] != a[1]  # distinct prompts: no prefix-cache shortcut
+
+
+def test_token_ids_bad_range():
+    with pytest.raises(ValueError):
+        bp.token_id_prompts(1, 5, 0, (10, 10))
+    with pytest.raises(ValueError):
+        bp.token_id_prompts(1, 0, 0, (10, 20))
+
+
+def test_text_prompts_words_and_seed():
+    a = bp.text_prompts(2, 100, seed=1)
+    assert [len(p.split()) for p in a] == [100, 100]
+    assert a == bp.text_prompts(2, 100, seed=1) and a[0] != a[1]
+
+
+def test_scale_text_words():
+    assert bp.scale_text_words(1000, 2048, 4096) == 500
+    assert bp.scale_text_words(1000, 2048, 1024) == 2000
+    assert bp.scale_text_words(100, 110, 20, overhead_tokens=10) == 1000  # 0.1 tok/word
+    assert bp.scale_text_words(100, 2048, None) == 100

@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+import pytest
+
+from ansible_collections.jetson.specdec.plugins.module_utils import fleet_report as fr
+
+
+def bench(tok_s, tpot, c8=None, acceptance=None):
+    return {"runs": [{"concurrency": 1, "throughput_tok_s": tok_s, "tpot_ms_p50": tpot, "failed": 0},
+                     {"concurrency": 8, "throughput_tok_s": c8 or tok_s * 6, "tpot_ms_p50": tpot * 2, "failed": 0}],
+            "spec_decode": None if acceptance is None else {"acceptance_rate": acceptance}}
+
+
+def rec(host, family, before, after, decision, **kw):
+    r = {"host": host, "facts": {"family": family}, "baseline": bench(*before), "candidate": bench(*after),
+         "verdict": {"decision": decision, "action": kw.pop("action", decision), "flagged": kw.pop("flagged", False)},
+         "status": kw.pop("status", {"keep": "kept", "revert": "reverted"}.get(decision, "kept"))}
+    r.update(kw)
+    return r
+
+
+RECORDS = [
+    rec("thor-02", "thor", (30.0, 33.0), (48.0, 21.0), "keep", simulated=True),
+    rec("thor-01", "thor", (28.0, 35.0), (42.0, 23.0), "keep"),
+    rec("thor-03", "thor", (29.0, 34.0), (31.0, 33.0), "revert"),
+    rec("agx-01", "orin-agx", (20.0, 50.0), (25.0, 41.0), "marginal", action="keep", flagged=True),
+    {"host": "nano-01", "facts": {"family": "orin-nano"}, "status": "unreachable", "error": "ssh: timed out"},
+]
+
+
+def report():
+    return fr.build_report(RECORDS, "run-1", "2026-03-01T12:00:00Z", expected_hosts=["thor-01", "ghost-9"])
+
+
+def test_host_row_numbers():
+    row = fr.host_row(RECORDS[1])
+    assert (row["c1_tok_s_before"], row["c1_tok_s_after"]) == (28.0, 42.0)
+    assert row["c1_gain"] == pytest.approx(0.5) and row["tpot_drop"] == pytest.approx(1 - 23.0 / 35.0)
+    assert row["c8_tok_s_after"] == 252.0 and not row["failed"]
+    empty = fr.host_row({})
+    assert empty["family"] == "unknown" and empty["c1_gain"] is None and empty["status"] == "unknown"
+
+
+def test_acceptance_from_spec_decode_or_candidate():
+    r = rec("h", "thor", (10.0, 10.0), (20.0, 5.0), "keep")
+    r["candidate"]["spec_decode"] = {"acceptance_rate": 0.66}
+    assert fr.host_row(r)["acceptance_rate"] == 0.66
+    r["spec_decode"] = {"acceptance_rate": 0.5}
+    assert fr.host_row(r)["acceptance_rate"] == 0.5
+
+
+def test_grouping_and_family_medians():
+    rep = report()
+    assert list(rep["families"]) == ["orin-agx", "orin-nano", "thor"]
+    thor = rep["families"]["thor"]
+    assert thor["hosts"] == 3 and thor["decisions"] == {"keep": 2, "revert": 1}
+    assert thor["medians"]["c1_tok_s_before"] == 29.0 and thor["medians"]["c1_tok_s_after"] == 42.0
+    nano = rep["families"]["orin-nano"]
+    assert nano["measured"] == 0 and nano["medians"]["c1_gain"] is None  # unreachable hosts stay out of medians
+    assert rep["summary"] == {"hosts": 6, "decisions": {"keep": 2, "revert": 1, "marginal": 1, "unreachable": 1},
+                              "simulated": 1, "missing": 1}
+    assert rep["missing_hosts"] == ["ghost-9"]
+
+
+def test_markdown_tables_and_problem_hosts():
+    md = fr.render_markdown(report())
+    assert md.startswith("# jetson.specdec fleet report\n")
+    assert "2 keep, 1 marginal, 1 revert, 1 unreachable, 1 without a record" in md
+    thor = md.split("## thor (3 hosts)")[1]
+    # rows sorted by host inside the family, then the median row
+    assert thor.index("thor-01 |") < thor.index("thor-02 (SIMULATED)") < thor.index("thor-03") < thor.index("median of 3")
+    assert "| thor-01 | keep | 28.0 → 42.0 | +50.0% | 35.0 → 23.0 | +34.3% | 168.0 → 252.0 | – |" in md
+    assert "marginal → keep ⚑" in md
+    problems = md.split("## Unreachable or failed hosts")[1]
+    assert "| nano-01 | unreachable | ssh: timed out |" in problems
+    assert "| ghost-9 | no record |" in problems
+    assert "SIMULATED ran against the vLLM stand-in" in md
+
+
+def test_markdown_escapes_pipes():
+    r = {"host": "h|1", "status": "failed", "error": "a|b"}
+    md = fr.render_markdown(fr.build_report([r], "x", "t"))
+    assert "h\\|1" in md and "a\\|b" in md
+
+
+def test_html_escapes_and_embeds_chart():
+    r = dict(RECORDS[1], host="<script>")
+    page = fr.render_html(fr.build_report([r], "x", "t"), chart_png_b64="QUJD", chart_note=None)
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert 'src="data:image/png;base64,QUJD"' in page
+    note = fr.render_html(fr.build_report([r], "x", "t"), None, "no matplotlib")
+    assert "data:image" not in note and "no matplotlib" in note
+
+
+def test_chart_series_skips_failed_hosts():
+    labels = [s["label"] for s in fr.chart_series(report())]
+    assert labels == ["agx-01", "thor-01", "thor-02 (SIMULATED)", "thor-03"]

@@ -1,0 +1,69 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+import base64
+import builtins
+import json
+import os
+
+from ansible_collections.jetson.specdec.plugins.modules import fleet_report
+from ansible_collections.jetson.specdec.tests.unit.plugins.modules.utils import run_module
+
+
+def bench(tok_s, tpot):
+    return {"runs": [{"concurrency": 1, "throughput_tok_s": tok_s, "tpot_ms_p50": tpot, "failed": 0},
+                     {"concurrency": 8, "throughput_tok_s": tok_s * 6, "tpot_ms_p50": tpot * 2, "failed": 0}]}
+
+
+RECORDS = [
+    {"host": "thor-01", "simulated": True, "facts": {"family": "thor"}, "status": "kept",
+     "baseline": bench(28.1, 35.0), "candidate": bench(39.7, 24.0), "verdict": {"decision": "keep", "action": "keep"}},
+    {"host": "orin-01", "facts": {"family": "orin-agx"}, "status": "reverted",
+     "baseline": bench(20.0, 50.0), "candidate": bench(20.5, 49.0), "verdict": {"decision": "revert"}},
+]
+
+
+def test_writes_three_files_with_chart(tmp_path):
+    failed, result = run_module(fleet_report.main, {"records": RECORDS, "dest_dir": str(tmp_path),
+                                                    "run_id": "r1", "expected_hosts": ["thor-01", "orin-01", "nx-9"]})
+    assert not failed and result["changed"] and result["chart"] is True
+    run_dir = tmp_path / "r1"
+    assert sorted(os.listdir(str(run_dir))) == ["report.html", "report.json", "report.md"]
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["missing_hosts"] == ["nx-9"]
+    assert report["hosts"][0]["record"]["baseline"]["runs"][0]["throughput_tok_s"] == 28.1
+    html_text = (run_dir / "report.html").read_text()
+    b64 = html_text.split("data:image/png;base64,")[1].split('"')[0]
+    assert base64.b64decode(b64)[:8] == b"\x89PNG\r\n\x1a\n"
+    assert result["markdown"] == (run_dir / "report.md").read_text()
+    assert "thor-01 (SIMULATED)" in result["markdown"]
+
+
+def test_without_matplotlib_html_is_table_only(tmp_path, monkeypatch):
+    real_import = builtins.__import__
+
+    def no_matplotlib(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError("No module named 'matplotlib'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    failed, result = run_module(fleet_report.main, {"records": RECORDS, "dest_dir": str(tmp_path), "run_id": "r2"})
+    assert not failed and result["chart"] is False
+    html_text = (tmp_path / "r2" / "report.html").read_text()
+    assert "matplotlib is not installed" in html_text and "data:image/png" not in html_text
+    assert "<table>" in html_text
+
+
+def test_check_mode_writes_nothing(tmp_path):
+    failed, result = run_module(fleet_report.main, {"records": RECORDS, "dest_dir": str(tmp_path), "run_id": "r3",
+                                                    "_ansible_check_mode": True})
+    assert not failed and result["changed"] and not (tmp_path / "r3").exists()
+    assert "## thor (1 host)" in result["markdown"]
+
+
+def test_default_run_id_and_bad_run_id(tmp_path):
+    failed, result = run_module(fleet_report.main, {"records": [], "dest_dir": str(tmp_path), "chart": False})
+    assert not failed and os.path.basename(result["run_dir"]).endswith("Z")
+    failed, result = run_module(fleet_report.main, {"records": [], "dest_dir": str(tmp_path), "run_id": "../x"})
+    assert failed and "single directory name" in result["msg"]

@@ -1,0 +1,100 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+import json
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.jetson.specdec.plugins.modules import rollout_state
+from ansible_collections.jetson.specdec.tests.unit.plugins.modules.utils import run_module
+
+CONFIG = {"unit_sha256": "ab" * 32, "speculative_config": {"method": "eagle3", "num_speculative_tokens": 5},
+          "model": "Qwen/Qwen3-8B", "runtime_version": "0.20.1"}
+
+
+def run(tmp_path, **args):
+    args.setdefault("path", str(tmp_path / "state" / "state.json"))
+    return run_module(rollout_state.main, args)
+
+
+def test_read_missing_file_never_fails(tmp_path):
+    failed, result = run(tmp_path, config=CONFIG)
+    assert not failed and not result["changed"]
+    assert result["rollout_state"]["status"] is None
+    assert result["needs_rollout"] is True and "no previous rollout" in result["needs_rollout_reason"]
+    assert len(result["config_hash"]) == 64
+
+
+def test_write_then_converged_read(tmp_path):
+    failed, result = run(tmp_path, state="write", status="kept", config=CONFIG,
+                         verdict={"decision": "keep"}, attempt={"method": "eagle3", "result": "keep"})
+    assert not failed and result["changed"]
+    path = result["path"]
+    stored = json.load(open(path))
+    assert stored["status"] == "kept" and stored["config_hash"] == result["config_hash"]
+    assert stored["schema_version"] == 1 and stored["updated_at"].endswith("Z")
+    assert oct(os.stat(path).st_mode & 0o777) == "0o644"
+    failed, again = run(tmp_path, config=CONFIG)
+    assert again["needs_rollout"] is False and "converged" in again["needs_rollout_reason"]
+    changed_cfg = dict(CONFIG, runtime_version="0.21.0")
+    assert run(tmp_path, config=changed_cfg)[1]["needs_rollout"] is True
+
+
+def test_write_is_idempotent_and_check_mode_writes_nothing(tmp_path):
+    args = dict(state="write", status="pending", config=CONFIG)
+    assert run(tmp_path, **args)[1]["changed"] is True
+    assert run(tmp_path, **args)[1]["changed"] is False
+    before = open(str(tmp_path / "state" / "state.json")).read()
+    failed, result = run(tmp_path, state="write", status="kept", _ansible_check_mode=True, _ansible_diff=True)
+    assert result["changed"] is True
+    assert open(str(tmp_path / "state" / "state.json")).read() == before
+    assert '"pending"' in result["diff"]["before"] and '"kept"' in result["diff"]["after"]
+
+
+def test_corrupt_state_is_moved_aside_with_warning(tmp_path, monkeypatch):
+    warned = []
+    # the test harness replaces exit_json, which is where warnings would be attached
+    monkeypatch.setattr(AnsibleModule, "warn", lambda self, msg: warned.append(msg))
+    path = tmp_path / "state.json"
+    path.write_text("][")
+    failed, result = run(tmp_path, path=str(path))
+    assert not failed and result["rollout_state"]["status"] is None
+    assert any("moved it to" in w for w in warned)
+    assert [p for p in os.listdir(str(tmp_path)) if p.startswith("state.json.corrupt-")]
+
+
+def test_write_with_textfile(tmp_path):
+    tf = tmp_path / "textfile"
+    failed, result = run(tmp_path, state="write", status="kept", textfile_dir=str(tf),
+                         info={"method": "eagle3", "model": "m", "family": "thor", "simulated": False},
+                         verdict={"decision": "keep"},
+                         benchmarks={"baseline": {"runs": [{"concurrency": 1, "throughput_tok_s": 30.0,
+                                                             "tpot_ms_p50": 33.0}]}})
+    assert not failed and result["textfile"] == str(tf / "jetson_specdec.prom")
+    text = (tf / "jetson_specdec.prom").read_text()
+    assert 'jetson_specdec_info{verdict="keep",status="kept",method="eagle3",model="m",family="thor"} 1' in text
+    assert 'jetson_specdec_tpot_ms_p50{phase="baseline",concurrency="1"} 33' in text
+    assert run(tmp_path, state="write", status="kept", textfile_dir=str(tf))[1]["changed"] is False
+
+
+def test_lock_conflict_and_force_unlock(tmp_path):
+    failed, result = run(tmp_path, state="lock", owner="run-1", controller="ctl-a")
+    assert not failed and result["changed"] and result["lock"]["owner"] == "run-1"
+    lock = tmp_path / "state" / "rollout.lock"
+    assert lock.exists()
+    failed, result = run(tmp_path, state="lock", owner="run-2", controller="ctl-b")
+    assert failed and "'run-1'" in result["msg"] and "force=true" in result["msg"]
+    failed, result = run(tmp_path, state="unlock", owner="run-2")
+    assert failed and "belongs to owner 'run-1'" in result["msg"]
+    failed, result = run(tmp_path, state="unlock", force=True)
+    assert not failed and result["changed"] and not lock.exists()
+
+
+def test_argument_errors(tmp_path):
+    failed, result = run(tmp_path, state="lock")
+    assert failed and "owner" in result["msg"]
+    failed, result = run(tmp_path, state="unlock")
+    assert failed and "force=true" in result["msg"]
+    failed, result = run(tmp_path, state="write", config={})
+    assert failed and "non-empty dict" in result["msg"]

@@ -1,0 +1,281 @@
+#!/usr/bin/env python3
+"""Build the lane's tiny local models, with no download. Run it with the lane venv's python.
+
+Layout of the output directory (cached by content hash of this file and prompts.py):
+  target/           LlamaForCausalLM, hidden 768, 6 layers; layers 1..5 have o_proj and
+                    down_proj zeroed: they cost full compute but add nothing to the residual.
+  draft-prefix/     1 layer holding the target's embeddings, layer 0, final norm and lm_head:
+                    its greedy output equals the target's (acceptance 1.0, ~6x cheaper).
+  draft-unrelated/  an independent random 1-layer model (acceptance ~0: a real slowdown).
+  draft-perturbed/  draft-prefix with seeded Gaussian noise added to lm_head; the noise scale
+                    is chosen from a fixed grid so the acceptance rate simulated here (greedy,
+                    k=NUM_SPECULATIVE_TOKENS, on the lane's prompts) is closest to 0.65.
+  build.json        what was built and the simulated acceptance of each draft.
+Every model dir holds the same byte-level BPE tokenizer, trained here on generated text.
+
+Prints the models directory as the LAST line of stdout.
+Env: JETSON_SPECDEC_CACHE (cache root, default ~/.cache/jetson-specdec).
+"""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import random
+import shutil
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from prompts import MAX_TOKENS, NUM_SPECULATIVE_TOKENS, PROMPTS  # noqa: E402
+
+SEED = 1234
+VOCAB = 1024
+HIDDEN = 768
+INTERMEDIATE = 2048
+HEADS = 12
+TARGET_LAYERS = 6
+MAX_POS = 2048
+TARGET_ACCEPTANCE = 0.65
+NOISE_GRID = [0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0]
+EOT = "<|endoftext|>"
+
+WORDS = (
+    "the a an and or but of to in on at by for with from into over under after before "
+    "river mill garden robot board fleet speed farmer moon silver door green red blue old new "
+    "small large quiet bright heavy light fast slow seven three nine twelve many few every some "
+    "walks runs opens closes counts reports sees finds makes takes gives sings reads writes "
+    "she he they we you it this that there where when while because if then so "
+    "house road field forest city town window table chair book letter song story night day "
+    "morning evening winter summer spring autumn rain snow wind sun star cloud stone tree "
+    "water fire bread apple horse dog cat bird fish boat train engine wheel signal number "
+    "jetson orin thor xavier nano module kernel token draft target model server metric"
+).split()
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("JETSON_SPECDEC_CACHE") or Path.home() / ".cache" / "jetson-specdec")
+
+
+def content_hash() -> str:
+    h = hashlib.sha256()
+    for name in ("build_models.py", "prompts.py"):
+        h.update((HERE / name).read_bytes())
+    return h.hexdigest()[:12]
+
+
+def corpus(n_lines: int = 20000) -> list[str]:
+    rng = random.Random(SEED)
+    lines = list(PROMPTS)
+    for _ in range(n_lines):
+        lines.append(" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 20))) + ".")
+    return lines
+
+
+def build_tokenizer(out: Path):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB,
+        special_tokens=[EOT],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator(corpus(), trainer=trainer)
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token=EOT, eos_token=EOT, unk_token=EOT, pad_token=EOT,
+        model_max_length=MAX_POS,
+    )
+    fast.save_pretrained(out)
+    return fast
+
+
+def llama_config(tokenizer, layers: int):
+    from transformers import LlamaConfig
+
+    eot = tokenizer.convert_tokens_to_ids(EOT)
+    return LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=HIDDEN,
+        intermediate_size=INTERMEDIATE,
+        num_hidden_layers=layers,
+        num_attention_heads=HEADS,
+        num_key_value_heads=HEADS,
+        max_position_embeddings=MAX_POS,
+        tie_word_embeddings=False,
+        bos_token_id=eot,
+        eos_token_id=eot,
+        pad_token_id=eot,
+    )
+
+
+def new_model(tokenizer, layers: int, seed: int):
+    import torch
+    from transformers import LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(llama_config(tokenizer, layers)).to(torch.float32).eval()
+    return model
+
+
+def save(model, tokenizer, out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+
+
+def prefix_of(target, tokenizer):
+    """1-layer model holding the target's embeddings, layer 0, final norm and lm_head."""
+    import torch
+
+    draft = new_model(tokenizer, 1, SEED + 1)
+    with torch.no_grad():
+        draft.model.embed_tokens.weight.copy_(target.model.embed_tokens.weight)
+        draft.model.layers[0].load_state_dict(target.model.layers[0].state_dict())
+        draft.model.norm.weight.copy_(target.model.norm.weight)
+        draft.lm_head.weight.copy_(target.lm_head.weight)
+    return draft
+
+
+def greedy_trajectories(target, tokenizer) -> list[tuple[int, list[int]]]:
+    """(prompt length, prompt + MAX_TOKENS greedy tokens) per prompt, EOS ignored."""
+    import torch
+
+    out = []
+    for prompt in PROMPTS:
+        ids = tokenizer(prompt, return_tensors="pt").input_ids
+        past, seq, cur = None, ids[0].tolist(), ids
+        with torch.no_grad():
+            for _ in range(MAX_TOKENS):
+                res = target(input_ids=cur, past_key_values=past, use_cache=True)
+                past = res.past_key_values
+                nxt = int(res.logits[0, -1].argmax())
+                seq.append(nxt)
+                cur = torch.tensor([[nxt]])
+        out.append((ids.shape[1], seq))
+    return out
+
+
+def simulated_acceptance(draft, trajs, k: int = NUM_SPECULATIVE_TOKENS) -> dict:
+    """Replay vLLM's greedy draft/verify loop on the target's trajectories.
+
+    Along the target's greedy sequence, the draft proposes k tokens from each verified
+    position; the accepted count is the run of proposals equal to the target's tokens, then
+    the target adds one token of its own. With greedy on both sides, the draft's proposal at a
+    position (given an accepted prefix) is its argmax on the target's prefix, so one forward
+    pass of the draft over the whole sequence gives every proposal.
+    """
+    import torch
+
+    drafted = accepted = steps = 0
+    with torch.no_grad():
+        for plen, seq in trajs:
+            logits = draft(input_ids=torch.tensor([seq])).logits[0]
+            match = (logits[:-1].argmax(-1) == torch.tensor(seq[1:])).tolist()
+            pos = plen - 1  # index whose next token is the first generated one
+            end = len(seq) - 1
+            while pos < end:
+                run = 0
+                while run < k and pos + run < end and match[pos + run]:
+                    run += 1
+                drafted += k
+                accepted += run
+                steps += 1
+                pos += run + 1
+    return {
+        "acceptance_rate": accepted / drafted,
+        "mean_acceptance_length": 1 + accepted / steps,
+        "drafted": drafted,
+        "accepted": accepted,
+    }
+
+
+def build(out: Path) -> dict:
+    import torch
+
+    t0 = time.monotonic()
+    torch.set_num_threads(max(1, min(4, os.cpu_count() or 1)))
+    tok_dir = out / "_tokenizer"
+    tokenizer = build_tokenizer(tok_dir)
+
+    target = new_model(tokenizer, TARGET_LAYERS, SEED)
+    with torch.no_grad():
+        for layer in target.model.layers[1:]:
+            layer.self_attn.o_proj.weight.zero_()
+            layer.mlp.down_proj.weight.zero_()
+    save(target, tokenizer, out / "target")
+
+    prefix = prefix_of(target, tokenizer)
+    save(prefix, tokenizer, out / "draft-prefix")
+
+    unrelated = new_model(tokenizer, 1, SEED + 99)
+    save(unrelated, tokenizer, out / "draft-unrelated")
+
+    trajs = greedy_trajectories(target, tokenizer)
+    sims = {"draft-prefix": simulated_acceptance(prefix, trajs),
+            "draft-unrelated": simulated_acceptance(unrelated, trajs)}
+
+    # Perturbed prefix: noise on lm_head, scale relative to the weights' std, fixed seed.
+    base = prefix.lm_head.weight.detach().clone()
+    gen = torch.Generator().manual_seed(SEED + 7)
+    noise = torch.randn(base.shape, generator=gen)
+    tried = []
+    for scale in NOISE_GRID:
+        with torch.no_grad():
+            prefix.lm_head.weight.copy_(base + scale * base.std() * noise)
+        sim = simulated_acceptance(prefix, trajs)
+        tried.append({"noise_scale": scale, **sim})
+    best = min(tried, key=lambda r: abs(r["acceptance_rate"] - TARGET_ACCEPTANCE))
+    with torch.no_grad():
+        prefix.lm_head.weight.copy_(base + best["noise_scale"] * base.std() * noise)
+    save(prefix, tokenizer, out / "draft-perturbed")
+    sims["draft-perturbed"] = {k: v for k, v in best.items()}
+
+    shutil.rmtree(tok_dir)
+    return {
+        "seed": SEED,
+        "vocab_size": VOCAB,
+        "target": {"hidden": HIDDEN, "layers": TARGET_LAYERS, "zeroed_layers": "1..5",
+                   "max_position_embeddings": MAX_POS},
+        "num_speculative_tokens": NUM_SPECULATIVE_TOKENS,
+        "simulated_acceptance": sims,
+        "perturbed_noise_grid": tried,
+        "sample_target_output": tokenizer.decode(trajs[0][1][trajs[0][0]:][:40]),
+        "build_seconds": round(time.monotonic() - t0, 1),
+    }
+
+
+def main() -> int:
+    root = cache_root()
+    root.mkdir(parents=True, exist_ok=True)
+    out = root / f"vllm-lane-models-{content_hash()}"
+    marker = out / ".complete"
+    with open(root / ".vllm-lane-models.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.exists():
+            print(f"build_models: reusing {out}", file=sys.stderr)
+        else:
+            if out.exists():
+                shutil.rmtree(out)
+            tmp = out.with_name(out.name + ".tmp")
+            if tmp.exists():
+                shutil.rmtree(tmp)
+            info = build(tmp)
+            (tmp / "build.json").write_text(json.dumps(info, indent=2) + "\n")
+            tmp.rename(out)
+            marker.write_text(time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) + "\n")
+            print(json.dumps(info["simulated_acceptance"], indent=1), file=sys.stderr)
+            print(f"build_models: built {out} in {info['build_seconds']} s", file=sys.stderr)
+    print(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
