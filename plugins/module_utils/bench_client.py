@@ -36,6 +36,10 @@ from ansible_collections.jetson.specdec.plugins.module_utils.bench_sse import SS
 perf_counter = time.perf_counter
 READ_BLOCK = 65536
 CONNECT_TIMEOUT = 2.0  # an unreachable server must fail fast
+IPPROTO_TCP = socket.IPPROTO_TCP
+# Linux only.  ACK every block at once: a server without TCP_NODELAY otherwise
+# holds its next small SSE write (Nagle) until our delayed ACK fires (40 ms).
+TCP_QUICKACK = getattr(socket, "TCP_QUICKACK", None)
 
 
 class BenchError(Exception):
@@ -134,15 +138,15 @@ def _fail(rec, reason, detail=None):
 class StreamClient(object):
     """One worker's client.
 
-    By default every request opens a fresh connection.  On a reused
-    connection a server that does not set TCP_NODELAY holds its first small
-    SSE writes (Nagle) until our delayed ACK fires (40 ms on Linux), which
-    bunches the first chunks and skews TTFT/TPOT by several percent; a new
-    connection starts in quick-ACK mode.  Connecting costs ~0.1 ms on
-    loopback.  ``keep_alive=True`` reuses connections like aiohttp does.
+    Keeps its connection alive between requests, as vLLM's aiohttp client
+    does (no reconnect storm when 32 streams finish in the same step).  On a
+    reused connection a server without TCP_NODELAY would hold its first small
+    SSE writes (Nagle) until our delayed ACK fires, bunching the first chunks;
+    TCP_QUICKACK before every read avoids that.  ``keep_alive=False`` opens a
+    fresh connection per request (for platforms without TCP_QUICKACK).
     """
 
-    def __init__(self, target, endpoint="completions", keep_alive=False):
+    def __init__(self, target, endpoint="completions", keep_alive=True):
         self.target = target
         self.path = target.path("/v1/chat/completions" if endpoint == "chat" else "/v1/completions")
         self.conn = None
@@ -154,18 +158,27 @@ class StreamClient(object):
             self.conn = None
 
     def _send(self, body, end):
-        """Send the request, reusing the kept-alive connection once."""
+        """Send the request; return (response, send time).
+
+        A request the server dropped before answering a single byte (stale
+        kept-alive connection, or a connection reset because the server's
+        accept queue overflowed when many streams connect at once) was never
+        served, so it is resent once on a new connection and its clock
+        restarts.  A refused connection is not retried (the server is gone).
+        """
         for attempt in (0, 1):
-            reused = self.conn is not None
-            if not reused:
-                self.conn = self.target.connect(end - perf_counter())
+            sent_at = perf_counter()
+            if self.conn is None:
+                self.conn = self.target.connect(end - sent_at)
             try:
                 self.conn.sock.settimeout(max(0.001, end - perf_counter()))
                 self.conn.request("POST", self.path, body, self.target.headers)
-                return self.conn.getresponse()
+                if TCP_QUICKACK and self.keep_alive:
+                    self.conn.sock.setsockopt(IPPROTO_TCP, TCP_QUICKACK, 1)
+                return self.conn.getresponse(), sent_at
             except (httplib.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 self.close()
-                if not reused or attempt:
+                if attempt:
                     raise
         raise httplib.RemoteDisconnected("connection closed")  # not reached
 
@@ -181,7 +194,8 @@ class StreamClient(object):
             return _fail(rec, "deadline")
         done = False
         try:
-            resp = self._send(body, end)
+            resp, st = self._send(body, end)
+            rec["start"] = st
             if resp.status != 200:
                 detail = resp.read(2048).decode("utf-8", "replace")
                 self.close()
@@ -189,6 +203,7 @@ class StreamClient(object):
                 return _fail(rec, "http_%d" % resp.status, detail)
             sock = self.conn.sock
             read1 = resp.read1
+            quickack = sock.setsockopt if (TCP_QUICKACK and self.keep_alive) else None
             feed = SSEParser().feed
             loads = json.loads
             itl = rec["itl"]
@@ -200,6 +215,8 @@ class StreamClient(object):
                 if left <= 0:
                     raise socket.timeout("request time used up")
                 sock.settimeout(left)
+                if quickack:
+                    quickack(IPPROTO_TCP, TCP_QUICKACK, 1)
                 block = read1(READ_BLOCK)
                 now = perf_counter()
                 if not block:

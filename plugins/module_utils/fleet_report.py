@@ -204,10 +204,9 @@ def simulated_note(report):
 
 
 def render_markdown(report, title="jetson.specdec fleet report"):
-    lines = ["# %s" % title, "",
-             "Run `%s`, generated %s. %d host(s): %s." % (report["run_id"], report["generated_at"],
-                                                           report["summary"]["hosts"], decision_summary(report)),
-             ""]
+    intro = "Run `%s`, generated %s. %d host(s): %s." % (
+        report["run_id"], report["generated_at"], report["summary"]["hosts"], decision_summary(report))
+    lines = ["# %s" % title, "", intro, ""]
     note = simulated_note(report)
     if note:
         lines += ["> **%s**" % note, ""]

@@ -23,15 +23,17 @@ from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import 
 
 CATALOG_VAR = "vllm_server_model_catalog"
 
-# Board families as reported by the facts (detect_jetson.sh SKU / product line names).
-SPECULATION_FAMILIES = ("thor", "thor-agx", "orin-agx")
-NO_SPECULATION_FAMILIES = ("orin-nx", "orin-nano")
+# Board families as ansible_facts.jetson.family reports them (module_utils/jetson_boards.py);
+# the detect_jetson.sh spellings (orin-agx, thor-agx, ...) are accepted as aliases.
+SPECULATION_FAMILIES = ("thor", "agx_orin")
+NO_SPECULATION_FAMILIES = ("orin_nx", "orin_nano")
+FAMILY_ALIASES = {"thor-agx": "thor", "orin-agx": "agx_orin", "orin-nx": "orin_nx", "orin-nano": "orin_nano"}
 
 # Skill: "start at 5 on Thor, 3 on AGX Orin"; its draft_model example uses 4, and
 # eval 002 uses 3 for draft_model on AGX Orin.
 _START_K = {
-    "eagle3": {"thor": 5, "orin-agx": 3},
-    "draft_model": {"thor": 4, "orin-agx": 3},
+    "eagle3": {"thor": 5, "agx_orin": 3},
+    "draft_model": {"thor": 4, "agx_orin": 3},
 }
 PREFERRED_METHODS = ("eagle3", "draft_model", "off")
 
@@ -41,8 +43,9 @@ LADDER_STEP = 0.05
 MIN_UTILIZATION = 0.30
 
 
-def _family_key(family_board):
-    return "thor" if family_board in ("thor", "thor-agx") else family_board
+def normalize_family(family_board):
+    """Map detect_jetson.sh spellings to the jetson_facts family names; others pass through."""
+    return FAMILY_ALIASES.get(family_board, family_board)
 
 
 def _off(reason):
@@ -94,7 +97,7 @@ def _usable(candidates, target, target_vocab, kind, skipped):
 def _chosen(method, item, family_board, reason):
     return {"method": method, "model": item["model"], "weight_bytes": item["weight_bytes"],
             "kv_bytes_per_token": item.get("kv_bytes_per_token"),
-            "num_speculative_tokens": _START_K[method][_family_key(family_board)], "reason": reason}
+            "num_speculative_tokens": _START_K[method][normalize_family(family_board)], "reason": reason}
 
 
 def select_speculation(catalog, target, preferred_method="eagle3", family_board=None):
@@ -107,6 +110,7 @@ def select_speculation(catalog, target, preferred_method="eagle3", family_board=
         raise SpecConfigError("preferred_method must be one of %s, got %r"
                               % (", ".join(PREFERRED_METHODS), preferred_method))
     entry = catalog_entry(catalog, target)
+    family_board = normalize_family(family_board)
     if preferred_method == "off":
         return _off("speculation is off because preferred_method is 'off'")
     if family_board in NO_SPECULATION_FAMILIES:

@@ -281,14 +281,20 @@ def _refuse_unprintable(arg):
                                   % (arg, code))
 
 
-def systemd_quote(arg):
-    """Quote one argument so systemd's ExecStart= passes exactly ``arg`` to the program."""
+def systemd_quote(arg, environment=False):
+    """Quote one argument so systemd's ExecStart= passes exactly ``arg`` to the program.
+
+    ``environment=True`` quotes an ``Environment=`` assignment instead: systemd.exec(5)
+    does not expand ``$`` there, so it must not be doubled (``%`` still is).
+    """
     if _is_int(arg):
         arg = str(arg)
     if not isinstance(arg, str):
         raise SpecConfigError("systemd_quote takes a string (or integer), got %s" % type(arg).__name__)
     _refuse_unprintable(arg)
-    escaped = arg.replace("%", "%%").replace("$", "$$")
+    escaped = arg.replace("%", "%%")
+    if not environment:
+        escaped = escaped.replace("$", "$$")
     if _SYSTEMD_SAFE_RE.match(arg):
         return escaped
     return '"' + escaped.replace("\\", "\\\\").replace('"', '\\"') + '"'

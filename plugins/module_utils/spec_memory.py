@@ -20,6 +20,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import math
+from fractions import Fraction
 
 from ansible_collections.jetson.specdec.plugins.module_utils.safetensors_meta import (
     ModelFileError, local_model_dir, read_json_file, weight_bytes_in_dir,
@@ -82,8 +83,8 @@ def validate_utilization(name, value):
 def kv_element_bytes(kv_cache_dtype="auto", model_dtype=None):
     """Bytes per cached K/V element: fp8 caches 1; 'auto' follows the model (fp32 4, else 2)."""
     if kv_cache_dtype not in KV_CACHE_DTYPES:
-        raise SpecMemoryError("kv_cache_dtype must be one of %s, got %r" % (", ".join(KV_CACHE_DTYPES),
-                                                                             kv_cache_dtype))
+        raise SpecMemoryError("kv_cache_dtype must be one of %s, got %r"
+                              % (", ".join(KV_CACHE_DTYPES), kv_cache_dtype))
     if kv_cache_dtype != "auto":
         return 1
     return 4 if model_dtype in ("float32", "float") else 2
@@ -126,7 +127,8 @@ def overhead_allowance(method=None):
 
 
 def _checks(util, total, required, free, reserve):
-    budget = util * total
+    # Exact decimal arithmetic (0.57 stays 57/100) so the verdict agrees with recommend_utilization.
+    budget = Fraction(repr(util)) * total
     return required <= budget, free >= budget, total - budget >= reserve
 
 
@@ -135,9 +137,11 @@ def recommend_utilization(required, total, free, reserve, ceiling):
     top = int(math.floor(ceiling * 100 + 1e-9))
     bottom = int(math.ceil(UTILIZATION_MIN * 100 - 1e-9))
     for hundredths in range(top, bottom - 1, -1):
-        util = hundredths / 100.0
-        if all(_checks(util, total, required, free, reserve)):
-            return util
+        # Integer arithmetic: 0.57 * total in floats can land a byte short of an exact fit.
+        share_x100 = hundredths * total
+        if (required * 100 <= share_x100 and free * 100 >= share_x100
+                and total * 100 - share_x100 >= reserve * 100):
+            return hundredths / 100.0
     return None
 
 
@@ -283,7 +287,7 @@ def parse_meminfo(text):
     """Return {'MemTotal': bytes, 'MemAvailable': bytes, ...} from /proc/meminfo text (kB lines)."""
     out = {}
     for line in text.splitlines():
-        name, _, rest = line.partition(":")
+        name, _sep, rest = line.partition(":")
         parts = rest.split()
         if parts and parts[0].isdigit():
             factor = 1024 if len(parts) > 1 and parts[1] == "kB" else 1

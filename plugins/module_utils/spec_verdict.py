@@ -361,7 +361,7 @@ def spec_verdict(baseline, candidate, **params):
         return {"decision": "repeat", "action": "repeat", "flagged": True, "final": False,
                 "ambiguous": decisive, "reasons": reasons, "advisories": advisories, "metrics": metrics}
 
-    ambiguous = [n for n in names]
+    ambiguous = list(names)
     resolved = dict(tri)
     for name in ambiguous:
         if name == "c8_regressed":

@@ -59,8 +59,11 @@ options:
     default: 8
 attributes:
   check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
+    details: The report is built and its Markdown returned, but no file is written.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 """
 

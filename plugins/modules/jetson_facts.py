@@ -19,7 +19,7 @@ description:
   - Runs with the Python standard library only and never changes the host.
 version_added: "0.1.0"
 author:
-  - jetson.specdec contributors
+  - jetson.specdec contributors (@jetson-specdec)
 options:
   root:
     description:

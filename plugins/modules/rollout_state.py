@@ -94,9 +94,13 @@ options:
     type: path
 attributes:
   check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
+    details: Nothing is written; a corrupt state file is reported but not moved aside; a lock is not created.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
+    details: O(state=write) returns the state file before and after.
 notes:
   - Timestamps are ISO 8601 UTC, for example C(2026-03-01T12:00:00Z).
 """

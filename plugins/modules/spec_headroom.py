@@ -20,11 +20,13 @@ description:
     directory); nothing is downloaded. Otherwise the sizes in O(catalog) are used.
   - Read-only unless O(drop_caches=true).
 author:
-  - jetson.specdec contributors
+  - jetson.specdec contributors (@jetson-specdec)
 attributes:
   check_mode:
+    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in diff mode) when in diff mode.
     support: none
 options:
   target_model:
@@ -33,9 +35,10 @@ options:
     required: true
   speculative_config:
     description:
-      - The structured speculative config (keys C(method), C(model), C(num_speculative_tokens), ...).
+      - The structured speculative config, a mapping (keys C(method), C(model), C(num_speculative_tokens), ...).
+      - A string is refused; Ansible would otherwise parse JSON text into a dict and hide a free-form value.
       - Omit it to check the non-speculative baseline.
-    type: dict
+    type: raw
   catalog:
     description: The C(vllm_server_model_catalog) mapping, used when local files are absent.
     type: dict
@@ -89,7 +92,9 @@ options:
     description: L4T major version; below 39 a warning explains the stuck-memory remedy.
     type: int
   family:
-    description: Board family (V(thor), V(orin-agx), V(orin-nx), V(orin-nano)); used for warnings.
+    description:
+      - Board family as C(ansible_facts.jetson.family) reports it (V(thor), V(agx_orin), V(orin_nx), V(orin_nano), ...).
+      - Used for a warning when speculation is checked on Orin NX/Nano.
     type: str
   drop_caches:
     description:
@@ -110,7 +115,7 @@ EXAMPLES = r"""
     catalog: "{{ vllm_server_model_catalog }}"
     memory_total_bytes: "{{ ansible_facts['jetson']['memory_total_bytes'] }}"
     memory_available_bytes: "{{ ansible_facts['jetson']['memory_available_bytes'] }}"
-    l4t_major: "{{ ansible_facts['jetson']['l4t_major'] }}"
+    l4t_major: "{{ ansible_facts['jetson']['l4t']['major'] }}"
     family: "{{ ansible_facts['jetson']['family'] }}"
     gpu_memory_utilization: 0.70
     max_model_len: 8192
@@ -194,8 +199,11 @@ from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import 
 )
 from ansible_collections.jetson.specdec.plugins.module_utils.spec_memory import (
     KV_CACHE_DTYPES, SpecMemoryError, compute_headroom, gather_model_facts, parse_meminfo,
+    validate_utilization,
 )
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_catalog import CATALOG_VAR
+from ansible_collections.jetson.specdec.plugins.module_utils.spec_catalog import (
+    CATALOG_VAR, NO_SPECULATION_FAMILIES, normalize_family,
+)
 
 DROP_CACHES_PATH = "/proc/sys/vm/drop_caches"
 MEMINFO_PATH = "/proc/meminfo"
@@ -235,8 +243,17 @@ def run(module):
     warnings = []
     try:
         target = validate_model_ref(params["target_model"], "target_model")
-        spec = validate_spec_config(params["speculative_config"]) if params["speculative_config"] else None
-    except SpecConfigError as exc:
+        spec = None
+        if params["speculative_config"] is not None:
+            spec = validate_spec_config(params["speculative_config"])
+        # Refuse bad numbers before any side effect (drop_caches).
+        validate_utilization("gpu_memory_utilization", params["gpu_memory_utilization"])
+        validate_utilization("max_gpu_memory_utilization", params["max_gpu_memory_utilization"])
+        if params["memory_total_bytes"] <= 0 or params["memory_available_bytes"] < 0:
+            raise SpecMemoryError("memory_total_bytes must be > 0 and memory_available_bytes >= 0 (got %d and %d); "
+                                  "pass them from the Jetson facts" % (params["memory_total_bytes"],
+                                                                       params["memory_available_bytes"]))
+    except (SpecConfigError, SpecMemoryError) as exc:
         module.fail_json(msg=str(exc), **result)
     method = spec["method"] if spec else None
     result["method"] = method
@@ -250,7 +267,7 @@ def run(module):
             fresh = _drop_caches(module)
             result["caches_dropped"] = True
             if fresh is not None:
-                available = min(fresh, params["memory_total_bytes"]) if params["memory_total_bytes"] > 0 else fresh
+                available = min(fresh, params["memory_total_bytes"])
 
     target_facts = _facts_or_fail(module, target, params, "target")
     warnings.extend(target_facts["warnings"])
@@ -290,7 +307,7 @@ def run(module):
         warnings.append("L4T r%d (< r%d): memory can look stuck after a vLLM container exits, and vLLM then "
                         "reports less free memory than MemAvailable; remedy: `%s` as root (set drop_caches: "
                         "true to let this module run it)" % (params["l4t_major"], L4T_MEMORY_FIX_MAJOR, REMEDY))
-    if method and params["family"] in ("orin-nano", "orin-nx"):
+    if method and normalize_family(params["family"]) in NO_SPECULATION_FAMILIES:
         warnings.append("board family %s: the speculative-decoding rules enable speculation only on Thor and "
                         "AGX Orin; Orin Nano/NX usually OOM with a target plus a draft" % params["family"])
 
@@ -312,7 +329,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             target_model=dict(type="str", required=True),
-            speculative_config=dict(type="dict"),
+            speculative_config=dict(type="raw"),
             catalog=dict(type="dict", default={}),
             hf_home=dict(type="path", default="~/.cache/huggingface"),
             memory_total_bytes=dict(type="int", required=True),

@@ -212,6 +212,7 @@ def item3(args):
         run, _sd, cpu, _r = ours(sim.url, conc, args.prompts_c32, 128, 128, 0)
         wall = run["duration_s"]
         out["ours"] = {"cpu_s": round(cpu, 3), "output_tokens": run["output_tokens"],
+                       "completed": run["completed"], "errors": run["errors"],
                        "cpu_s_per_1k_tok": round(1000.0 * cpu / run["output_tokens"], 4),
                        "cpu_share_of_one_core": round(cpu / wall, 3) if wall else None,
                        "throughput_tok_s": run["throughput_tok_s"],

@@ -2,6 +2,9 @@
 import json
 
 from conftest import EAGLE_HEAD, LLAMA_W4, run_vllm
+import pytest
+
+pytestmark = pytest.mark.simulator  # starts the stand-in on loopback
 
 
 def test_version_prints_the_emulated_release(profile_file):

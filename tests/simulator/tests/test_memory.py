@@ -44,7 +44,7 @@ def test_speculation_needs_headroom_that_baseline_does_not():
     target = profile.find_model(LLAMA_W4)
     from vllm_sim import specconfig
     spec = specconfig.validate(json.loads(EAGLE_K3), target, profile)
-    util, max_len = 0.55, 4096
+    util, max_len = 0.45, 4096
     base = memory.plan(profile, target, None, util, max_len, enforce_eager=False)
     assert base.kv_budget > 0
     with pytest.raises(SimExit) as failure:

@@ -279,9 +279,10 @@ class Engine(object):
                     return
                 prefill, decode, duration = self.plan()
             now = self.clock.now()
-            # Keep steps back to back (absolute deadlines) so sleep jitter does not add up,
-            # but restart the timeline after an idle gap or a long stall of this thread.
-            start = next_start if next_start is not None and now - next_start < 0.005 else now
+            # Keep steps back to back (absolute deadlines) so sleep overshoot on a busy host
+            # does not add up; restart the timeline only after an idle gap (next_start is
+            # reset while waiting) or if this thread fell far behind.
+            start = next_start if next_start is not None and now - next_start < 0.25 else now
             end = start + duration * self.scale
             self.clock.sleep_until(end)
             with self.cv:

@@ -45,14 +45,14 @@ def test_payload_contract():
 
 def test_keepalive_connection_is_reused():
     with FakeVLLM() as srv:
-        client = bc.StreamClient(bc.Target(srv.url), keep_alive=True)
+        client = bc.StreamClient(bc.Target(srv.url))
         body = bc.build_payload("completions", "tiny", [1, 2], 3)
         first = client.stream(body, 5, time.perf_counter() + 10)
         conn = client.conn
         second = client.stream(body, 5, time.perf_counter() + 10)
         assert first["ok"] and second["ok"] and client.conn is conn and conn is not None
         client.close()
-        fresh = bc.StreamClient(bc.Target(srv.url))  # default: one connection per request
+        fresh = bc.StreamClient(bc.Target(srv.url), keep_alive=False)
         assert fresh.stream(body, 5, time.perf_counter() + 10)["ok"] and fresh.conn is None
 
 

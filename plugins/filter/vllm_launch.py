@@ -1,0 +1,76 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Filters that turn the role's variables into a validated ``vllm serve`` command line."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import SpecConfigError
+from ansible_collections.jetson.specdec.plugins.module_utils.spec_rules import plan_launch
+from ansible_collections.jetson.specdec.plugins.module_utils.vllm_launch import (
+    classify_failure,
+    container_argv,
+    native_argv,
+)
+
+
+def _plain(value):
+    """Plain dicts/lists/str for ansible-core 2.19 tagged values."""
+    if isinstance(value, dict):
+        return dict((_plain(k), _plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+def vllm_launch_argv(opts, runtime="native"):
+    """Validated argv of the launch unit for ``runtime`` (native or container)."""
+    builders = {"native": native_argv, "container": container_argv}
+    if runtime not in builders:
+        raise AnsibleFilterError("jetson.specdec.vllm_launch_argv: runtime must be native or container, got %r" % (runtime,))
+    try:
+        return builders[runtime](_plain(opts))
+    except SpecConfigError as exc:
+        raise AnsibleFilterError("jetson.specdec.vllm_launch_argv: %s" % exc)
+
+
+def _optional_int(value):
+    """'' and None mean "not set"; digit strings from templating become ints."""
+    if value in ("", None):
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return value
+
+
+def vllm_launch_plan(inputs):
+    """The launch plan (speculative config, utilization, refusals) for a host."""
+    inputs = _plain(inputs)
+    if not isinstance(inputs, dict):
+        raise AnsibleFilterError("jetson.specdec.vllm_launch_plan takes a dict of inputs")
+    for key in ("l4t_major", "k", "expected_concurrency", "max_spec_concurrency", "draft_tensor_parallel_size"):
+        inputs[key] = _optional_int(inputs.get(key))
+    return plan_launch(inputs)
+
+
+def vllm_failure_cause(log_text):
+    """out_of_memory, rejected_speculative_config, model_not_found, bad_arguments or unknown."""
+    if isinstance(log_text, (list, tuple)):
+        log_text = "\n".join(str(line) for line in log_text)
+    return classify_failure(str(log_text or ""))
+
+
+class FilterModule(object):
+    """Launch-unit filters of jetson.specdec."""
+
+    def filters(self):
+        return {
+            "vllm_launch_argv": vllm_launch_argv,
+            "vllm_launch_plan": vllm_launch_plan,
+            "vllm_failure_cause": vllm_failure_cause,
+        }

@@ -1,0 +1,79 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Readiness of a vLLM server: HTTP probes and the systemd unit's crash-loop state (stdlib only)."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import socket
+
+try:
+    from http.client import HTTPConnection, HTTPException
+    from urllib.parse import urlsplit
+except ImportError:  # pragma: no cover - Python 2 is not a target
+    raise
+
+
+def split_url(url):
+    """(host, port) of an http:// base URL; raises ValueError on anything else."""
+    parts = urlsplit(url)
+    if parts.scheme != "http" or not parts.hostname:
+        raise ValueError("url must look like http://HOST:PORT, got %r" % (url,))
+    return parts.hostname, parts.port or 80
+
+
+def http_get(url, path, api_key=None, timeout=5.0):
+    """(status, body text) or (None, error text) when the server does not answer."""
+    host, port = split_url(url)
+    headers = {"Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = "Bearer %s" % api_key
+    conn = HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request("GET", path, headers=headers)
+        response = conn.getresponse()
+        return response.status, response.read(1 << 20).decode("utf-8", "replace")
+    except (socket.error, HTTPException, OSError) as exc:
+        return None, "%s: %s" % (type(exc).__name__, exc)
+    finally:
+        conn.close()
+
+
+def served_models(body):
+    """Model ids from a /v1/models body, or None when it is not vLLM's list shape."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        return None
+    return [item.get("id") for item in data["data"] if isinstance(item, dict)]
+
+
+def parse_systemctl_show(text):
+    """`systemctl show -p A -p B unit` output as a dict."""
+    props = {}
+    for line in (text or "").splitlines():
+        if "=" in line:
+            key, value = line.split("=", 1)
+            props[key.strip()] = value.strip()
+    return props
+
+
+def unit_verdict(props, restarts_at_start, crash_loop_restarts):
+    """None while the unit may still come up, else a sentence saying why it will not."""
+    state = props.get("ActiveState")
+    try:
+        restarts = int(props.get("NRestarts", "0")) - restarts_at_start
+    except ValueError:
+        restarts = 0
+    if state == "failed":
+        return "the unit failed (%s, exit status %s)" % (props.get("Result", "?"), props.get("ExecMainStatus", "?"))
+    if restarts >= crash_loop_restarts:
+        return "the unit restarted %d times while starting (crash loop; last exit status %s)" % (
+            restarts, props.get("ExecMainStatus", "?"))
+    if state == "inactive" and props.get("SubState") == "dead":
+        return "the unit is not running (inactive)"
+    return None

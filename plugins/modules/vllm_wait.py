@@ -1,0 +1,185 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: vllm_wait
+short_description: Wait until a vLLM server answers, or say why it never will
+version_added: 0.1.0
+author: jetson.specdec contributors (@jetson-specdec)
+description:
+  - Polls C(/health) and C(/v1/models) of a vLLM OpenAI-compatible server until both answer, within a bound.
+  - With O(service), it also watches the systemd unit and stops early when the unit failed or is in a crash loop,
+    then returns the unit's last journal lines and the cause classified from vLLM's own messages
+    (C(out_of_memory), C(rejected_speculative_config), C(model_not_found), C(bad_arguments), C(unknown)).
+  - Read-only; never changes anything.
+attributes:
+  check_mode:
+    support: full
+    description: Probes are read-only and run in check mode too.
+  diff_mode:
+    support: none
+options:
+  url:
+    description: Base URL of the server, C(http://HOST:PORT).
+    type: str
+    default: http://127.0.0.1:8000
+  service:
+    description: The systemd unit that runs the server; enables crash-loop detection and journal excerpts.
+    type: str
+  api_key:
+    description: API key for C(/v1/models) when the server was started with one.
+    type: str
+  timeout:
+    description: Seconds to wait in total.
+    type: int
+    default: 900
+  interval:
+    description: Seconds between probes.
+    type: int
+    default: 5
+  crash_loop_restarts:
+    description: Restarts of the unit during the wait that count as a crash loop.
+    type: int
+    default: 3
+  journal_lines:
+    description: How many journal lines to return on failure.
+    type: int
+    default: 60
+"""
+
+EXAMPLES = r"""
+- name: Wait for the server
+  jetson.specdec.vllm_wait:
+    url: http://127.0.0.1:8000
+    service: vllm
+    timeout: 600
+"""
+
+RETURN = r"""
+models:
+  description: Model ids served, from C(/v1/models).
+  returned: success
+  type: list
+  elements: str
+version:
+  description: The server's version from C(/version), or null.
+  returned: success
+  type: str
+elapsed:
+  description: Seconds waited.
+  returned: always
+  type: float
+cause:
+  description: Why the server did not come up (only on failure).
+  returned: failure
+  type: str
+journal:
+  description: The unit's last journal lines (only on failure with O(service)).
+  returned: failure
+  type: list
+  elements: str
+"""
+
+import json
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.jetson.specdec.plugins.module_utils.vllm_health import (
+    http_get,
+    parse_systemctl_show,
+    served_models,
+    split_url,
+    unit_verdict,
+)
+from ansible_collections.jetson.specdec.plugins.module_utils.vllm_launch import classify_failure
+
+SHOW_PROPS = ["ActiveState", "SubState", "NRestarts", "ExecMainStatus", "Result"]
+
+
+def unit_props(module, service):
+    cmd = [module.get_bin_path("systemctl", required=True), "show"]
+    for prop in SHOW_PROPS:
+        cmd += ["-p", prop]
+    rc, out, dummy = module.run_command(cmd + ["--", service])
+    return parse_systemctl_show(out) if rc == 0 else {}
+
+
+def journal_tail(module, service, lines, since):
+    journalctl = module.get_bin_path("journalctl")
+    if not journalctl:
+        return []
+    cmd = [journalctl, "-u", service, "-n", str(lines), "--no-pager", "-o", "cat",
+           "--since", "@%d" % int(since)]
+    rc, out, dummy = module.run_command(cmd)
+    return out.splitlines() if rc == 0 else []
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            url=dict(type="str", default="http://127.0.0.1:8000"),
+            service=dict(type="str"),
+            api_key=dict(type="str", no_log=True),
+            timeout=dict(type="int", default=900),
+            interval=dict(type="int", default=5),
+            crash_loop_restarts=dict(type="int", default=3),
+            journal_lines=dict(type="int", default=60),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    try:
+        split_url(p["url"])
+    except ValueError as exc:
+        module.fail_json(msg=str(exc))
+    module.run_command_environ_update = {"LANG": "C", "LC_ALL": "C", "SYSTEMD_PAGER": ""}
+    start = time.time()
+    deadline = start + max(p["timeout"], 1)
+    restarts_at_start = 0
+    if p["service"]:
+        try:
+            restarts_at_start = int(unit_props(module, p["service"]).get("NRestarts", "0"))
+        except ValueError:
+            restarts_at_start = 0
+    last = "no answer yet"
+    while True:
+        status, body = http_get(p["url"], "/health", timeout=5.0)
+        if status == 200:
+            status, body = http_get(p["url"], "/v1/models", p["api_key"], timeout=10.0)
+            models = served_models(body) if status == 200 else None
+            if models:
+                vstatus, vbody = http_get(p["url"], "/version", timeout=5.0)
+                version = None
+                if vstatus == 200:
+                    try:
+                        version = json.loads(vbody).get("version")
+                    except (ValueError, AttributeError):
+                        version = None
+                module.exit_json(changed=False, models=models, version=version, elapsed=round(time.time() - start, 1))
+            last = "/v1/models answered %s: %s" % (status, (body or "")[:200])
+        else:
+            last = "/health answered %s" % (status if status is not None else body)
+        why = None
+        if p["service"]:
+            why = unit_verdict(unit_props(module, p["service"]), restarts_at_start, p["crash_loop_restarts"])
+        if why is None and time.time() + p["interval"] > deadline:
+            why = "no healthy answer within %d s (last: %s)" % (p["timeout"], last)
+        if why:
+            journal = journal_tail(module, p["service"], p["journal_lines"], start - 5) if p["service"] else []
+            cause = classify_failure("\n".join(journal)) if journal else "unknown"
+            if cause == "unknown" and "within" in why:
+                cause = "health_timeout"
+            module.fail_json(
+                msg="vLLM at %s did not become ready: %s. Cause: %s.%s" % (
+                    p["url"], why, cause, (" Last log lines:\n" + "\n".join(journal[-15:])) if journal else ""),
+                cause=cause, journal=journal, elapsed=round(time.time() - start, 1))
+        time.sleep(p["interval"])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,306 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+import json
+import random
+
+import pytest
+
+from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import (
+    SpecConfigError, render_spec_config_json, systemd_command_line, systemd_quote, validate_model_ref,
+    validate_served_name, validate_spec_config,
+)
+
+EAGLE = {"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "num_speculative_tokens": 5}
+
+
+# --- a systemd-compatible parser, written from the documentation (not from our quoting) ---------
+# systemd.syntax(7) "Quoting": words are split on whitespace; a word may be wrapped in single or
+# double quotes (opening quote only at the start of a word, closing quote followed by whitespace
+# or end of line); C-style escapes \a \b \f \n \r \t \v \\ \" \' \s \xXX \nnn \uXXXX \UXXXXXXXX
+# are decoded; unknown escapes are an error here (systemd warns).  systemd.service(5) "Command
+# lines": a lone ';' separates commands (a failure for us).  systemd.unit(5) "Specifiers": '%%' is
+# a literal '%', any other '%X' would be expanded (a failure for us).  Environment: '$$' is a
+# literal '$'; '$NAME' and '${NAME}' would be expanded (a failure for us).
+_SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v",
+                   "\\": "\\", '"': '"', "'": "'", "s": " "}
+_WS = " \t"
+
+
+def _unescape(line, i):
+    """Decode the escape starting after the backslash at line[i]; return (text, next index)."""
+    if i >= len(line):
+        raise ValueError("trailing backslash (line continuation)")
+    ch = line[i]
+    if ch in _SIMPLE_ESCAPES:
+        return _SIMPLE_ESCAPES[ch], i + 1
+    for prefix, width, base in (("x", 2, 16), ("u", 4, 16), ("U", 8, 16)):
+        if ch == prefix:
+            return chr(int(line[i + 1:i + 1 + width], base)), i + 1 + width
+    if ch in "01234567":
+        return chr(int(line[i:i + 3], 8)), i + 3
+    raise ValueError("unknown escape \\%s" % ch)
+
+
+def systemd_split(line):
+    words = []
+    i, n = 0, len(line)
+    while True:
+        while i < n and line[i] in _WS:
+            i += 1
+        if i >= n:
+            return words
+        if line[i] == ";" and (i + 1 == n or line[i + 1] in _WS):
+            raise ValueError("lone ';' would separate commands")
+        quote = None
+        if line[i] in "\"'":
+            quote = line[i]
+            i += 1
+        word = []
+        while True:
+            if i >= n:
+                if quote:
+                    raise ValueError("unterminated quote")
+                break
+            ch = line[i]
+            if quote and ch == quote:
+                i += 1
+                if i < n and line[i] not in _WS:
+                    raise ValueError("closing quote must be followed by whitespace")
+                break
+            if not quote and ch in _WS:
+                break
+            if not quote and ch in "\"'":
+                raise ValueError("quote in the middle of an unquoted word")
+            if ch == "\\":
+                text, i = _unescape(line, i + 1)
+                word.append(text)
+                continue
+            word.append(ch)
+            i += 1
+        words.append("".join(word))
+
+
+def _resolve(word):
+    out, i = [], 0
+    while i < len(word):
+        ch = word[i]
+        if ch in "%$":
+            if word[i + 1:i + 2] != ch:
+                raise ValueError("%r would be expanded by systemd" % word[i:i + 2])
+            out.append(ch)
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def systemd_argv(line):
+    """What systemd passes to execve() for this ExecStart= value."""
+    return [_resolve(w) for w in systemd_split(line)]
+
+
+# --- the parser itself behaves like the documentation says ------------------------------------
+def test_reference_parser_follows_documented_rules():
+    assert systemd_argv('/bin/echo "a b" c\\sd \'e"f\'') == ["/bin/echo", "a b", "c d", 'e"f']
+    assert systemd_argv('/bin/x "100%%" "$$HOME"') == ["/bin/x", "100%", "$HOME"]
+    for bad in ('/bin/x %h', '/bin/x $HOME', '/bin/x ;', '/bin/x "a"b', '/bin/x "open'):
+        with pytest.raises(ValueError):
+            systemd_argv(bad)
+
+
+# --- systemd_quote ------------------------------------------------------------------------------
+@pytest.mark.parametrize("arg, expected", [
+    ("serve", "serve"),
+    ("--gpu-memory-utilization=0.75", "--gpu-memory-utilization=0.75"),
+    ("a b", '"a b"'),
+    ('say "hi"', '"say \\"hi\\""'),
+    ("C:\\path", '"C:\\\\path"'),
+    ("100%", "100%%"),
+    ("%h", "%%h"),
+    ("$HOME", '"$$HOME"'),
+    ("", '""'),
+    (";", '";"'),
+    ("it's", '"it\'s"'),
+])
+def test_systemd_quote_exact(arg, expected):
+    assert systemd_quote(arg) == expected
+
+
+@pytest.mark.parametrize("arg", [
+    "plain", "two words", 'q"uote', "back\\slash", "trailing\\", "50%", "%i%n%%", "$x", "${FOO}", "$$",
+    "tab-free but 'single'", "ünïcødé ✓ 模型", ";", "a;b", "#not-a-comment", "", " lead", "trail ",
+    '{"method":"eagle3","model":"yuhuili/EAGLE3-LLaMA3.1-Instruct-8B","num_speculative_tokens":5}',
+])
+def test_systemd_quote_round_trips(arg):
+    line = "/usr/bin/prog " + systemd_quote(arg)
+    assert systemd_argv(line) == ["/usr/bin/prog", arg]
+
+
+def test_systemd_quote_round_trips_random_strings():
+    rng = random.Random(20260601)
+    alphabet = "aZ09 _-./:=,@+%$\\\"';#{}[]()*?!&|<>~`é模✓"
+    for _ in range(500):
+        arg = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
+        assert systemd_argv("/x " + systemd_quote(arg)) == ["/x", arg], arg
+
+
+@pytest.mark.parametrize("arg", ["line\nbreak", "tab\there", "cr\rx", "nul\x00", "del\x7f", "c1\x85", "\ud800"])
+def test_systemd_quote_refuses_control_characters(arg):
+    with pytest.raises(SpecConfigError, match="control character|surrogate"):
+        systemd_quote(arg)
+
+
+@pytest.mark.parametrize("assignment", ["HF_HOME=/data/hf cache", "A=$HOME", "P=50%", 'Q=say "x"', "B=back\\slash"])
+def test_systemd_quote_environment_keeps_dollar(assignment):
+    quoted = systemd_quote(assignment, environment=True)
+    # Environment= unquotes like ExecStart= but expands only specifiers, not variables.
+    words = systemd_split(quoted)
+    assert len(words) == 1 and words[0].replace("%%", "%") == assignment
+    assert "$$" not in quoted
+
+
+def test_systemd_quote_accepts_int_rejects_other_types():
+    assert systemd_quote(8000) == "8000"
+    for bad in (True, 1.5, None, ["a"]):
+        with pytest.raises(SpecConfigError):
+            systemd_quote(bad)
+
+
+def test_systemd_command_line_round_trip_with_spec_json():
+    spec = render_spec_config_json(EAGLE)
+    argv = ["/usr/bin/docker", "run", "--rm", "--name", "vllm server", "vllm/vllm-openai:latest",
+            "vllm", "serve", "nvidia/Llama-3.1-8B-Instruct-FP4", "--speculative-config", spec]
+    line = systemd_command_line(argv)
+    assert systemd_argv(line) == argv
+    assert json.loads(systemd_argv(line)[-1]) == json.loads(spec)
+
+
+@pytest.mark.parametrize("argv", [[], "/bin/sh -c x", ["relative/prog"], [None]])
+def test_systemd_command_line_refuses_bad_argv(argv):
+    with pytest.raises(SpecConfigError):
+        systemd_command_line(argv)
+
+
+# --- model references ---------------------------------------------------------------------------
+@pytest.mark.parametrize("ref", [
+    "meta-llama/Llama-3.1-8B-Instruct", "RedHatAI/Qwen3-8B-speculator.eagle3", "AngelSlim/Qwen3-4B_eagle3",
+    "/models/llama-3.1-8b", "/var/lib/hf/hub/models--a--b/snapshots/abc123",
+])
+def test_validate_model_ref_accepts(ref):
+    assert validate_model_ref(ref) == ref
+
+
+@pytest.mark.parametrize("ref, words", [
+    ("owner/name;rm -rf /", "';'"), ("owner/$(id)", "'\\$'"), ("owner/`id`", "backtick"),
+    ('owner/"x"', "double quote"), ("owner/'x'", "single quote"), ("owner/a b", "space"),
+    ("owner/a\nb", "newline"), ("owner/100%", "'%'"), ("owner\\name", "backslash"),
+    ("/models/../etc", "'\\.\\.' segment"), ("name-only", "neither"), ("-owner/name", "neither"),
+    ("owner/name/extra", "neither"), ("relative/path/", "neither"), ("", "empty"),
+])
+def test_validate_model_ref_refuses_with_rule(ref, words):
+    with pytest.raises(SpecConfigError, match=words) as err:
+        validate_model_ref(ref)
+    assert "owner/name" in str(err.value)
+
+
+def test_validate_model_ref_refuses_non_string():
+    with pytest.raises(SpecConfigError, match="must be a string"):
+        validate_model_ref(42)
+
+
+@pytest.mark.parametrize("name, ok", [("llama", True), ("meta-llama/Llama-3.1-8B", True),
+                                      ("a b", False), ("x;y", False), ("/abs", False), ("", False)])
+def test_validate_served_name(name, ok):
+    if ok:
+        assert validate_served_name(name) == name
+    else:
+        with pytest.raises(SpecConfigError, match="served model name"):
+            validate_served_name(name)
+
+
+# --- validate_spec_config -----------------------------------------------------------------------
+def test_string_config_is_refused_with_hint():
+    with pytest.raises(SpecConfigError, match="structured variable"):
+        validate_spec_config('{"method": "eagle3"}')
+
+
+def test_tensor_parallel_size_gives_vllm_message():
+    cfg = dict(EAGLE, tensor_parallel_size=1)
+    with pytest.raises(SpecConfigError, match="Please pass 'draft_tensor_parallel_size' instead"):
+        validate_spec_config(cfg)
+
+
+@pytest.mark.parametrize("patch, match", [
+    ({"method": "eagle-3"}, "method must be one of"),
+    ({"method": "custom_class"}, "method must be one of"),
+    ({"num_speculative_tokens": 0}, "between 1 and 10"),
+    ({"num_speculative_tokens": 11}, "between 1 and 10"),
+    ({"num_speculative_tokens": True}, "must be an integer"),
+    ({"num_speculative_tokens": "5"}, "must be an integer"),
+    ({"draft_tensor_parallel_size": 9}, "between 1 and 8"),
+    ({"draft_tensor_parallel_size": False}, "must be an integer"),
+    ({"max_model_len": 0}, ">= 1"),
+    ({"enforce_eager": "yes"}, "boolean"),
+    ({"quantization": "FP8; x"}, "quantization"),
+    ({"revision": "../main"}, "revision"),
+    ({"prompt_lookup_max": 4}, "only applies to method ngram"),
+    ({"speculative_model": "x/y"}, "unsupported key"),
+    ({"model": "bad model"}, "space"),
+])
+def test_bad_configs_are_refused(patch, match):
+    cfg = dict(EAGLE, **patch)
+    with pytest.raises(SpecConfigError, match=match):
+        validate_spec_config(cfg)
+
+
+def test_model_required_except_ngram_suffix_and_optional_for_mtp():
+    with pytest.raises(SpecConfigError, match="model is required"):
+        validate_spec_config({"method": "draft_model", "num_speculative_tokens": 4})
+    assert validate_spec_config({"method": "mtp", "num_speculative_tokens": 1})["method"] == "mtp"
+    with pytest.raises(SpecConfigError, match="must not be set for method ngram"):
+        validate_spec_config({"method": "ngram", "model": "a/b", "num_speculative_tokens": 3})
+    with pytest.raises(SpecConfigError, match="num_speculative_tokens is required"):
+        validate_spec_config({"method": "suffix"})
+
+
+def test_ngram_lookup_bounds():
+    ok = validate_spec_config({"method": "ngram", "num_speculative_tokens": 3,
+                               "prompt_lookup_max": 5, "prompt_lookup_min": 2})
+    assert ok["prompt_lookup_min"] == 2
+    with pytest.raises(SpecConfigError, match="prompt_lookup_min=6 must be <= prompt_lookup_max=5"):
+        validate_spec_config({"method": "ngram", "num_speculative_tokens": 3,
+                              "prompt_lookup_max": 5, "prompt_lookup_min": 6})
+    with pytest.raises(SpecConfigError, match=">= 1"):
+        validate_spec_config({"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_min": 0})
+
+
+def test_extra_keys_are_explicit_and_scalar():
+    out = validate_spec_config(EAGLE, extra={"disable_padded_drafter_batch": True, "draft_sample_method": "greedy"})
+    assert out["disable_padded_drafter_batch"] is True
+    for extra, match in (({"x": [1]}, "scalar JSON"), ({"x": {"a": 1}}, "scalar JSON"),
+                         ({"Bad-Key": 1}, "lower_snake_case"), ({"model": "a/b"}, "regular"),
+                         ({"tensor_parallel_size": 1}, "regular"), ({"x": "a b"}, "string values"),
+                         ({"x": float("nan")}, "finite")):
+        with pytest.raises(SpecConfigError, match=match):
+            validate_spec_config(EAGLE, extra=extra)
+    with pytest.raises(SpecConfigError, match="mapping"):
+        validate_spec_config(EAGLE, extra=["x"])
+
+
+# --- render ---------------------------------------------------------------------------------------
+def test_render_uses_documented_key_order_and_compact_separators():
+    cfg = {"enforce_eager": False, "num_speculative_tokens": 3, "max_model_len": 2048,
+           "draft_tensor_parallel_size": 1, "model": "RedHatAI/Qwen3-8B-speculator.eagle3", "method": "eagle3"}
+    text = render_spec_config_json(cfg)
+    assert text == ('{"method":"eagle3","model":"RedHatAI/Qwen3-8B-speculator.eagle3",'
+                    '"num_speculative_tokens":3,"draft_tensor_parallel_size":1,'
+                    '"enforce_eager":false,"max_model_len":2048}')
+
+
+def test_render_is_stable_and_ascii():
+    a = render_spec_config_json(dict(EAGLE))
+    b = render_spec_config_json(dict(reversed(list(EAGLE.items()))))
+    assert a == b
+    assert a.isascii() if hasattr(a, "isascii") else all(ord(c) < 128 for c in a)

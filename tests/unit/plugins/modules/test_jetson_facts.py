@@ -1,0 +1,96 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+import os
+from unittest import mock
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.jetson.specdec.plugins.modules import jetson_facts
+from ansible_collections.jetson.specdec.tests.unit.plugins.modules.utils import run_module
+
+BOARDS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "boards"))
+
+
+def root_of(name):
+    return os.path.join(BOARDS, name, "root")
+
+
+def test_fixture_root_runs_no_command_by_default():
+    with mock.patch.object(AnsibleModule, "run_command") as run_command:
+        failed, result = run_module(jetson_facts.main, {"root": root_of("thor-t5000-devkit-r39.2")})
+    assert not failed and result["changed"] is False
+    run_command.assert_not_called()
+    facts = result["ansible_facts"]["jetson"]
+    assert (facts["family"], facts["variant"], facts["jetpack"]) == ("thor", "thor_t5000", "7.2")
+    assert facts["probes_run"] == []
+
+
+def test_check_mode_returns_same_facts():
+    args = {"root": root_of("orin-nano-8gb-devkit-r35.3.1")}
+    _, normal = run_module(jetson_facts.main, args)
+    _, checked = run_module(jetson_facts.main, dict(args, _ansible_check_mode=True))
+    assert checked["ansible_facts"] == normal["ansible_facts"]
+    assert normal["ansible_facts"]["jetson"]["model"] == "NVIDIA Orin Nano Developer Kit"
+
+
+def test_probe_under_root_uses_only_executables_inside_root(tmp_path):
+    import shutil
+    root = tmp_path / "root"
+    shutil.copytree(root_of("agx-orin-64gb-devkit-r36.4.4"), str(root))
+    sbin = root / "usr" / "sbin"
+    sbin.mkdir(parents=True)
+    stub = sbin / "nvpmodel"
+    stub.write_text("#!/bin/sh\necho 'NV Power Mode: 50W'\necho 3\n")
+    stub.chmod(0o755)
+    calls = []
+
+    def fake_run(self, args, **kwargs):
+        calls.append(list(args))
+        assert kwargs.get("environ_update", {}).get("LC_ALL") == "C"
+        return 0, "NV Power Mode: 50W\n3\n", ""
+
+    with mock.patch.object(AnsibleModule, "run_command", fake_run):
+        failed, result = run_module(jetson_facts.main, {"root": str(root), "probe_under_root": True})
+    assert not failed
+    assert any(str(stub) in call for call in calls)
+    assert all(not (c.startswith("/usr/") and c.endswith(("nvpmodel", "docker", "vllm"))) for call in calls for c in call)
+    facts = result["ansible_facts"]["jetson"]
+    assert facts["power_mode"] == {"name": "50W", "id": 3}
+    assert facts["probes_run"] == ["nvpmodel"]
+
+
+def test_host_root_probes_with_timeout_and_missing_commands_warn(tmp_path):
+    # Pretend "/" is the board: file reads go to a fixture, commands are simulated.
+    found = {"timeout": "/usr/bin/timeout", "nvpmodel": "/usr/sbin/nvpmodel"}
+    seen = []
+
+    def fake_bin(self, name, required=False, opt_dirs=None):
+        return found.get(name)
+
+    def fake_run(self, args, **kwargs):
+        seen.append(list(args))
+        return 1, "", "NVPM ERROR: failed to read PARAM"
+
+    real_gather = jetson_facts.gather
+    with mock.patch.object(AnsibleModule, "get_bin_path", fake_bin), \
+            mock.patch.object(AnsibleModule, "run_command", fake_run), \
+            mock.patch.object(jetson_facts, "gather",
+                              lambda root, runner: real_gather(root_of("orin-nx-16gb-r36.4.3"), runner)):
+        failed, result = run_module(jetson_facts.main, {"root": "/"})
+    assert not failed
+    assert seen and seen[0][:3] == ["/usr/bin/timeout", "5", "/usr/sbin/nvpmodel"]
+    warnings = result["ansible_facts"]["jetson"]["warnings"]
+    assert any("NVPM ERROR" in w for w in warnings)
+    assert result["ansible_facts"]["jetson"]["family"] == "orin_nx"
+
+
+def test_bad_root_fails_cleanly(tmp_path):
+    failed, result = run_module(jetson_facts.main, {"root": str(tmp_path / "nope")})
+    assert failed and "not a directory" in result["msg"]
+
+
+def test_broken_fixture_returns_not_fails():
+    failed, result = run_module(jetson_facts.main, {"root": root_of("broken-directory-as-file")})
+    assert not failed
+    assert result["ansible_facts"]["jetson"]["l4t"] is None

@@ -1,0 +1,43 @@
+"""Invalid speculative configs make the REAL `vllm serve` fail, with its own message and code."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import lane  # noqa: E402
+
+pytestmark = [pytest.mark.real_vllm,
+              pytest.mark.skipif(not lane.lane_enabled(), reason=lane.SKIP_REASON)]
+
+
+def _cases(models: Path):
+    prefix = str(models / "draft-prefix")
+    return {
+        "negative_k": ({"method": "draft_model", "model": prefix, "num_speculative_tokens": -1},
+                       1, ["num_speculative_tokens", "Input should be greater than 0"]),
+        "unknown_method": ({"method": "foobar", "model": prefix, "num_speculative_tokens": 3},
+                           1, ["type=literal_error", "input_value='foobar'"]),
+        "missing_draft_dir": ({"method": "draft_model", "model": str(models / "no-such-draft"),
+                               "num_speculative_tokens": 3},
+                              1, ["Invalid repository ID or local directory specified"]),
+        "malformed_json": ('{"method": "draft_model", "num_speculative_tokens": 3',
+                           2, ["argument --speculative-config/-sc", "cannot be converted"]),
+    }
+
+
+@pytest.mark.parametrize("case", ["negative_k", "unknown_method", "missing_draft_dir",
+                                  "malformed_json"])
+def test_invalid_config_fails(case, lane_venv, lane_models, lane_results):
+    spec, want_rc, want_text = _cases(lane_models)[case]
+    r = lane.run_expect_failure(lane_venv, lane_models / "target", spec)
+    lane_results[f"invalid:{case}"] = {"start_s": round(r["seconds"], 1), "rc": r["rc"]}
+    tail = "\n".join(r["output"].splitlines()[-25:])
+    print(f"\n[lane] invalid {case}: rc={r['rc']} after {r['seconds']:.1f} s")
+    assert r["rc"] is not None, f"{case}: vllm did not exit (it should refuse the config)\n{tail}"
+    assert r["rc"] == want_rc, f"{case}: rc={r['rc']}, want {want_rc}\n{tail}"
+    for text in want_text:
+        assert text in r["output"], f"{case}: {text!r} not in vLLM's output\n{tail}"
+    assert "Application startup complete" not in r["output"]
