@@ -390,16 +390,18 @@ def container_get(c: Container, path: str, timeout: float = 10.0):
 
 def start_in_container(image: str, venv: Path, models_dir: Path, unit_text: str, port: int, *,
                        unit_name: str = "vllm-specdec.service", name: str | None = None,
-                       compile_cache: Path | None = None,
+                       compile_cache: Path | None = None, extra_ro_mounts=(),
                        timeout: float = START_TIMEOUT) -> Container:
     """Run a systemd test-bed container, drop `unit_text` in as `unit_name`, start it, wait /health.
 
     Bind-mounted read-only at the same paths: the venv, its base interpreter prefix and the
-    models. `compile_cache` (read-write, same path) keeps vLLM's compile caches between runs.
+    models, plus `extra_ro_mounts` (files or dirs). `compile_cache` (read-write, same path)
+    keeps vLLM's compile caches between runs. `unit_text` is the whole unit: the role's rendered
+    unit can be dropped in as it is.
     """
     venv, models_dir = Path(venv), Path(models_dir)
     mounts = []
-    for p in (venv, venv_base_prefix(venv), models_dir):
+    for p in (venv, venv_base_prefix(venv), models_dir, *extra_ro_mounts):
         mounts += ["-v", f"{p}:{p}:ro"]
     if compile_cache is not None:
         Path(compile_cache).mkdir(parents=True, exist_ok=True)

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import queue
+import socket
 import threading
 import time
 import uuid
@@ -61,7 +62,7 @@ class SimServer(object):
 
     # ---- lifecycle ----------------------------------------------------------------------
     def bind(self, host, port):
-        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        self.httpd = _Server((host, port), Handler)
         self.httpd.daemon_threads = True
         self.httpd.sim = self
 
@@ -138,6 +139,13 @@ class SimServer(object):
                 "is_blocking": False}]}]}
 
 
+class _Server(ThreadingHTTPServer):
+    """uvicorn-like socket behaviour: a deep accept backlog, no Nagle delay on chunks."""
+
+    request_queue_size = 256
+    daemon_threads = True
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "uvicorn"
@@ -146,6 +154,11 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, fmt, *args):  # uvicorn's access log line
         logs.raw('INFO:     %s - "%s %s HTTP/1.1" %s' % (
             self.client_address[0], self.command, self.path, args[1] if len(args) > 1 else ""))
+
+    def setup(self):
+        BaseHTTPRequestHandler.setup(self)
+        # One SSE chunk per engine step must leave at once, as uvicorn sends it.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     @property
     def sim(self):
