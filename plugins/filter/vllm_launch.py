@@ -9,7 +9,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import SpecConfigError
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_rules import plan_launch
+from ansible_collections.jetson.specdec.plugins.module_utils.spec_rules import fallback_rungs, plan_launch
 from ansible_collections.jetson.specdec.plugins.module_utils.vllm_launch import (
     classify_failure,
     container_argv,
@@ -58,6 +58,11 @@ def vllm_launch_plan(inputs):
     return plan_launch(inputs)
 
 
+def spec_fallback_rungs(plan, catalog, target, drop=0.05):
+    """Rungs of the startup fallback ladder for a planned speculative launch."""
+    return fallback_rungs(_plain(plan), _plain(catalog), target, drop)
+
+
 def vllm_failure_cause(log_text):
     """out_of_memory, rejected_speculative_config, model_not_found, bad_arguments or unknown."""
     if isinstance(log_text, (list, tuple)):
@@ -72,5 +77,6 @@ class FilterModule(object):
         return {
             "vllm_launch_argv": vllm_launch_argv,
             "vllm_launch_plan": vllm_launch_plan,
+            "spec_fallback_rungs": spec_fallback_rungs,
             "vllm_failure_cause": vllm_failure_cause,
         }

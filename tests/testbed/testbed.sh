@@ -119,7 +119,7 @@ cmd_board_image() {
     local base key tag ctx
     base=$(cmd_image | tail -n 1)
     [ -x "$REPO/tests/simulator/bin/vllm" ] || die "the vLLM stand-in is missing at tests/simulator/bin/vllm"
-    key=$( (echo "$base"; cd "$REPO/tests/simulator" && find bin vllm_sim profiles -type f ! -name '*.pyc' | sort | xargs sha256sum) | hash_of)
+    key=$( (echo "$base"; sed -n '/^cmd_board_image()/,/^}/p' "$0"; cd "$REPO/tests/simulator" && find bin vllm_sim profiles -type f ! -name '*.pyc' | sort | xargs sha256sum) | hash_of)
     tag="jetson-specdec/board:$key"
     if docker image inspect "$tag" >/dev/null 2>&1; then
         say "board image $tag is cached"
@@ -132,7 +132,7 @@ cmd_board_image() {
     cat >"$ctx/Dockerfile" <<DOCKERFILE
 FROM $base
 COPY vllm-sim /opt/vllm-sim
-RUN ln -sf /opt/vllm-sim/bin/vllm /usr/local/bin/vllm && mkdir -p /etc/jetson-sim /opt/jetson-sim
+RUN ln -sf /opt/vllm-sim/bin/vllm /usr/local/bin/vllm && mkdir -p /etc/jetson-sim /opt/jetson-sim /opt/vllm/bin && ln -sf /opt/vllm-sim/bin/vllm /opt/vllm/bin/vllm
 DOCKERFILE
     docker build --network none -q -t "$tag" "$ctx" >/dev/null || die "docker build of the board image failed"
     rm -rf "$ctx"

@@ -81,12 +81,12 @@ def pytest_terminal_summary(terminalreporter):
     base = (RESULTS.get("baseline") or {}).get("tok_s")
     tr = terminalreporter
     tr.section("real vLLM lane: measured")
-    tr.write_line(f"{'config':<22}{'start s':>9}{'tok/s':>9}{'vs base':>9}"
+    tr.write_line(f"{'config':<26}{'start s':>9}{'tok/s':>9}{'vs base':>9}"
                   f"{'accept':>9}{'mean AL':>9}{'drafts':>8}")
     for name, r in RESULTS.items():
         tok_s = r.get("tok_s")
         ratio = tok_s / base if (tok_s and base) else None
-        tr.write_line(f"{name:<22}{_fmt(r.get('start_s'), '{:.1f}'):>9}{_fmt(tok_s, '{:.1f}'):>9}"
+        tr.write_line(f"{name:<26}{_fmt(r.get('start_s'), '{:.1f}'):>9}{_fmt(tok_s, '{:.1f}'):>9}"
                       f"{_fmt(ratio, '{:.2f}x'):>9}{_fmt(r.get('acceptance_rate'), '{:.3f}'):>9}"
                       f"{_fmt(r.get('mean_acceptance_length')):>9}"
                       f"{_fmt(r.get('drafts'), '{:.0f}'):>8}")

@@ -335,9 +335,9 @@ def systemd_quote(arg: str) -> str:
 
 
 def render_unit(venv: Path, target, port: int, spec=None, *, env: dict | None = None,
-                description: str = "vLLM server (jetson.specdec real lane)") -> str:
+                extra=(), description: str = "vLLM server (jetson.specdec real lane)") -> str:
     """A unit like the one the role writes for a Jetson, for the lane's container test."""
-    argv = [str(Path(venv) / "bin" / "vllm")] + serve_args(target, port, spec)
+    argv = [str(Path(venv) / "bin" / "vllm")] + serve_args(target, port, spec, extra)
     envs = dict(loopback_env())
     envs.update(env or {})
     lines = ["[Unit]", f"Description={description}", "After=network.target", "",

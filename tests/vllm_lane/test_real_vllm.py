@@ -91,7 +91,7 @@ def test_benchmark_and_spec_metrics(served, lane_results, lane_models):
     elif served.name == "perturbed":
         sim = lane_build_sim(lane_models, "draft-perturbed")
         assert 0.3 <= rate <= 0.95, rate
-        assert abs(rate - sim) <= 0.2, f"vLLM {rate:.3f} vs simulated {sim:.3f}"
+        assert abs(rate - sim) <= 0.15, f"vLLM {rate:.3f} vs simulated {sim:.3f}"
         # Per-position acceptance falls with the position (a later token needs all before it).
         pp = spec["per_pos"]
         assert pp[0] >= pp[1] >= pp[2] and pp[0] > pp[2], pp

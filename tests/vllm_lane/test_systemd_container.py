@@ -50,17 +50,28 @@ def _missing_libs(image: str) -> list[str]:
     return missing
 
 
+def _lacks_cxx(image: str) -> bool:
+    res = lane.docker("run", "--rm", "--network", "none", "--entrypoint", "/bin/sh", image,
+                      "-c", "command -v g++ || command -v c++", timeout=60, check=False)
+    return res.returncode != 0
+
+
 @pytest.fixture(scope="module")
 def container(testbed_image, lane_venv, lane_models, lane_results):
     compile_cache = lane.cache_root() / "vllm-lane-compile"
     spec = lane.spec_for("prefix", lane_models)
+    # vLLM's CPU torch.compile (inductor) needs a C++ compiler at start; without one in the
+    # image, serve eagerly (a documented vLLM flag) instead of failing in warm-up.
+    extra = ["--enforce-eager"] if _lacks_cxx(testbed_image) else []
     unit = lane.render_unit(lane_venv, lane_models / "target", PORT, spec,
-                            env=lane.compile_cache_env(compile_cache))
+                            env=lane.compile_cache_env(compile_cache), extra=extra)
     c = lane.start_in_container(testbed_image, lane_venv, lane_models, unit, PORT,
                                 unit_name=UNIT, compile_cache=compile_cache,
                                 extra_ro_mounts=_missing_libs(testbed_image) + [str(HERE)])
-    lane_results["systemd:prefix"] = {"start_s": round(c.start_s, 1), "spec": lane.spec_json(spec)}
-    print(f"\n[lane] systemd container {c.cid[:12]}: {UNIT} /health 200 after {c.start_s:.1f} s")
+    lane_results["systemd:prefix"] = {"start_s": round(c.start_s, 1), "spec": lane.spec_json(spec),
+                                      "extra_args": extra}
+    print(f"\n[lane] systemd container {c.cid[:12]}: {UNIT} /health 200 after {c.start_s:.1f} s"
+          f" (extra args: {extra or 'none'})")
     try:
         yield c
     finally:
