@@ -7,6 +7,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import SpecConfigError
 from ansible_collections.jetson.specdec.plugins.module_utils.spec_rules import fallback_rungs, plan_launch
@@ -55,6 +56,12 @@ def vllm_launch_plan(inputs):
         raise AnsibleFilterError("jetson.specdec.vllm_launch_plan takes a dict of inputs")
     for key in ("l4t_major", "k", "expected_concurrency", "max_spec_concurrency", "draft_tensor_parallel_size"):
         inputs[key] = _optional_int(inputs.get(key))
+    for key in ("speculation", "force"):
+        # -e vllm_server_speculation=false arrives as the string "false".
+        try:
+            inputs[key] = boolean(inputs.get(key) or False, strict=True)
+        except TypeError as exc:
+            raise AnsibleFilterError("jetson.specdec.vllm_launch_plan: %s must be a boolean: %s" % (key, exc))
     return plan_launch(inputs)
 
 

@@ -17,15 +17,12 @@ rm -rf "$INV" && mkdir -p "$INV"
 "$PY" tests/testbed/fleet.py up tests/demo/fleet.json "$INV" >/dev/null
 ln -sfn "$REPO/inventories/example/group_vars" "$INV/group_vars"
 
-step "Preparing each board's files and stand-in profile"
-"$PLAYBOOK" -i "$INV" tests/testbed/prepare_board.yml >"$WORK/prepare.log"
-
 step "Today's fleet: vLLM without speculation on every board"
 "$PLAYBOOK" -i "$INV" playbooks/deploy.yml -e vllm_server_speculation=false >"$WORK/deploy.log"
 
 step "Rollout: benchmark, decide, keep or revert (ansible-playbook jetson.specdec.rollout)"
 start=$(date +%s)
 "$PLAYBOOK" -i "$INV" playbooks/rollout.yml -e rollout_report_dir="$WORK/reports" ${JETSON_SPECDEC_DEMO_ARGS:-} | tee "$WORK/rollout.log" \
-    | sed -n '/TASK \[Show the fleet report\]/,$p'
+    | sed -n '/Show the fleet report\]/,$p'
 echo "Rollout took $(( $(date +%s) - start )) s.  Logs and reports: $WORK"
 echo "The fleet keeps running; remove it with: python3 tests/testbed/fleet.py down tests/demo/fleet.json"

@@ -15,6 +15,9 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 RUN_FLAGS = ["--cap-add", "SYS_ADMIN", "--cgroupns=host", "--security-opt", "seccomp=unconfined",
              "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "--tmpfs", "/run", "--tmpfs", "/run/lock",
@@ -23,6 +26,25 @@ RUN_FLAGS = ["--cap-add", "SYS_ADMIN", "--cgroupns=host", "--security-opt", "sec
 
 def docker(*args, check=True):
     return subprocess.run(["docker"] + list(args), check=check, capture_output=True, text=True, timeout=120)
+
+
+def prepare(name, board):
+    """What tests/testbed/prepare_board.yml does, with `docker cp` (seconds for a whole fleet)."""
+    fixture = os.path.join(REPO, "tests", "fixtures", "boards", board["fixture"], "root")
+    with open(os.path.join(REPO, "tests", "simulator", "profiles", board["profile"] + ".json")) as handle:
+        profile = json.load(handle)
+    profile.update(board.get("profile_overrides", {}))
+    docker("exec", name, "mkdir", "-p", "/opt/jetson-sim/root/usr/local/bin", "/etc/jetson-sim")
+    docker("cp", fixture + "/.", "%s:/opt/jetson-sim/root/" % name)
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(tmp, "profile.json"), "w") as handle:
+            json.dump(profile, handle, indent=2)
+        with open(os.path.join(tmp, "vllm"), "w") as handle:
+            handle.write('#!/bin/sh\nexec /usr/local/bin/vllm "$@"\n')
+        os.chmod(os.path.join(tmp, "vllm"), 0o755)
+        docker("cp", os.path.join(tmp, "profile.json"), "%s:/etc/jetson-sim/profile.json" % name)
+        docker("cp", os.path.join(tmp, "vllm"), "%s:/opt/jetson-sim/root/usr/local/bin/vllm" % name)
+    docker("exec", name, "systemctl", "is-system-running", "--wait", check=False)
 
 
 def container_names(fleet):
@@ -44,6 +66,7 @@ def up(fleet, inventory_dir):
     hosts = {}
     for board, name in zip(fleet["boards"], container_names(fleet)):
         docker("run", "-d", "--name", name, "--hostname", board["name"], *RUN_FLAGS, image, "/lib/systemd/systemd")
+        prepare(name, board)
         hostvars = {"ansible_connection": "community.docker.docker", "ansible_host": name,
                     "ansible_python_interpreter": "/usr/bin/python3",
                     "jetson_sim_fixture": board["fixture"], "jetson_sim_profile": board["profile"],
@@ -56,7 +79,7 @@ def up(fleet, inventory_dir):
     path = os.path.join(inventory_dir, "hosts.yml")
     with open(path, "w") as handle:
         # JSON is YAML; Ansible reads it as the inventory's hosts.yml.
-        json.dump(inventory, handle, indent=2, sort_keys=True)
+        json.dump(inventory, handle, indent=2)
     print(path)
 
 
