@@ -23,6 +23,9 @@ step "Today's fleet: vLLM without speculation on every board"
 step "Rollout: benchmark, decide, keep or revert (ansible-playbook jetson.specdec.rollout)"
 start=$(date +%s)
 "$PLAYBOOK" -i "$INV" playbooks/rollout.yml -e rollout_report_dir="$WORK/reports" ${JETSON_SPECDEC_DEMO_ARGS:-} | tee "$WORK/rollout.log" \
-    | sed -n '/Show the fleet report\]/,$p'
+    | sed -n '/^PLAY RECAP/,$p'
+report=$(ls -d "$WORK"/reports/*/ | sort | tail -n 1)
+step "Fleet report ($report)"
+cat "$report/report.md"
 echo "Rollout took $(( $(date +%s) - start )) s.  Logs and reports: $WORK"
 echo "The fleet keeps running; remove it with: python3 tests/testbed/fleet.py down tests/demo/fleet.json"

@@ -14,7 +14,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 CACHE="${JETSON_SPECDEC_CACHE:-$HOME/.cache/jetson-specdec}"
-BASE_PACKAGES="python3,systemd,systemd-sysv,procps,dbus,git,ca-certificates"
+BASE_PACKAGES="python3,systemd,systemd-sysv,procps,dbus,git,ca-certificates,libnuma1"
 
 say() { printf 'testbed: %s\n' "$*" >&2; }
 die() { printf 'testbed: ERROR: %s\n' "$*" >&2; exit 2; }
