@@ -15,7 +15,7 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 STAGE := tests/stage.sh
-MOLECULE_SCENARIOS ?= smoke
+MOLECULE_SCENARIOS ?= facts vllm_server
 
 .PHONY: help venv collection-path unit lint sanity testbed molecule real-lane test demo clean
 

@@ -9,7 +9,7 @@ name: specdec_summary
 type: aggregate
 short_description: Print the speculative-decoding fleet summary at the end of the play
 version_added: 0.1.0
-author: jetson.specdec contributors
+author: jetson.specdec contributors (@jetson-specdec)
 description:
   - At the end of C(ansible-playbook), prints one table row per host with board family, decision, throughput and
     TPOT p50 at concurrency 1 before and after, and the draft acceptance rate.

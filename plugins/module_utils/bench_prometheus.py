@@ -10,6 +10,8 @@ counters exposed with or without the ``_total`` suffix.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import math
+
 SPEC_PREFIX = "vllm:spec_decode_"
 _COUNTERS = {
     "num_drafts": "drafts",
@@ -116,7 +118,7 @@ def spec_decode_snapshot(samples, model_name=None):
         model_name = None
     found = {True: {}, False: {}}  # has _total suffix -> key -> value
     for name, labels, value in samples:
-        if not name.startswith(SPEC_PREFIX) or value != value:  # skip NaN
+        if not name.startswith(SPEC_PREFIX) or math.isnan(value):  # skip NaN
             continue
         if model_name is not None and labels.get("model_name", model_name) != model_name:
             continue

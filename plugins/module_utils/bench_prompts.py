@@ -39,7 +39,7 @@ def token_id_prompts(count, input_len, seed, id_range=(10, 500)):
         raise ValueError("prompt_token_ids_range must be [low, high) with 0 <= low < high")
     rng = random.Random(seed)
     span = hi - lo
-    return [[lo + int(rng.random() * span) for _ in range(input_len)] for _ in range(count)]
+    return [[lo + int(rng.random() * span) for dummy in range(input_len)] for dummy in range(count)]
 
 
 def text_prompts(count, words, seed):
@@ -49,7 +49,7 @@ def text_prompts(count, words, seed):
         raise ValueError("a text prompt needs at least one word")
     rng = random.Random(seed)
     choice = rng.choice
-    return [" ".join(choice(_WORDS) for _ in range(words)) for _ in range(count)]
+    return [" ".join(choice(_WORDS) for dummy in range(words)) for dummy in range(count)]
 
 
 def scale_text_words(words, target_tokens, measured_tokens, overhead_tokens=0):

@@ -34,7 +34,7 @@ def _family_votes(model, compatible, dt_parts, bc_part):
 
 
 def _decide_family(votes, soc, warnings):
-    families = sorted(set(family for family, _ in votes))
+    families = sorted(set(family for family, dummy in votes))
     if not families:
         return "unknown"
     if len(families) > 1:
@@ -117,11 +117,11 @@ def classify(model=None, compatible=(), dt_parts=(), boot_control=None, smi_name
 
     result["module_part"] = _pick_part(bc_part, dt_parts)
     candidates = _variant_candidates(family, model, dt_parts, bc, smi_name)
-    named = sorted(set(variant for variant, _, _ in candidates))
+    named = sorted(set(variant for variant, dummy, dummy in candidates))
     if len(named) > 1:
         warnings.append(
             "The variant evidence disagrees (%s), so the variant and module part are left null."
-            % "; ".join("%s says %s" % (why, variant) for variant, _, why in candidates))
+            % "; ".join("%s says %s" % (why, variant) for variant, dummy, why in candidates))
         result["module_part"] = None
         return result
     if named:

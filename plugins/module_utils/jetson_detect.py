@@ -113,7 +113,7 @@ def _read_runtime(reader, probe):
     runtime = {"docker": False, "nvidia_runtime": False, "vllm_version": None, "vllm_images": []}
     info = probe("docker", ["info"], "the Docker runtime", optional=True)
     if info is not None:
-        runtimes, _ = probes.parse_docker_info(info)
+        runtimes, dummy = probes.parse_docker_info(info)
         runtime["docker"] = True
         runtime["nvidia_runtime"] = "nvidia" in runtimes
         images = probe("docker", ["image", "ls", "--format", "{{.Repository}}:{{.Tag}}"], "the vLLM images")

@@ -95,7 +95,7 @@ def dpkg_status_version(text, package="nvidia-l4t-core"):
         for line in stanza.splitlines():
             if line[:1] in (" ", "\t") or ":" not in line:
                 continue
-            key, _, value = line.partition(":")
+            key, dummy, value = line.partition(":")
             fields[key.strip()] = value.strip()
         if fields.get("Package") != package:
             continue

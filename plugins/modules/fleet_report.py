@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 module: fleet_report
 short_description: Write the fleet rollout report (JSON, Markdown, HTML) on the controller
 version_added: 0.1.0
-author: jetson.specdec contributors
+author: jetson.specdec contributors (@jetson-specdec)
 description:
   - Writes C(report.json), C(report.md) and C(report.html) into C(<dest_dir>/<run_id>/).
   - The tables are grouped by board family, with per-family medians; failed and unreachable hosts, and expected

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 module: rollout_state
 short_description: Read, write and lock the per-host speculative-decoding rollout state
 version_added: 0.1.0
-author: jetson.specdec contributors
+author: jetson.specdec contributors (@jetson-specdec)
 description:
   - Keeps a JSON state file per Jetson host (status, config hash, last good config, verdict, benchmarks,
     fallback-ladder attempts, ISO 8601 UTC timestamps) so an interrupted rollout is resumed, and a

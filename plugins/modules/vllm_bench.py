@@ -25,12 +25,14 @@ description:
     measured level.
   - The module never changes the host (C(changed) is always false) and runs in check mode too,
     because it is read-only; note that it still loads the server.
-author: jetson.specdec contributors
+author: jetson.specdec contributors (@jetson-specdec)
 attributes:
   check_mode:
+    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: The benchmark runs in check mode (read-only); O(dest) is not written in check mode.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 options:
   url:
@@ -177,9 +179,9 @@ server:
   returned: success
   type: dict
   contains:
-    version: {description: From C(/version), null if absent., type: str, returned: always}
+    version: {description: 'From C(/version), null if absent.', type: str, returned: always}
     model: {description: The model benchmarked., type: str, returned: always}
-    max_model_len: {description: From C(/v1/models), null if absent., type: int, returned: always}
+    max_model_len: {description: 'From C(/v1/models), null if absent.', type: int, returned: always}
 simulated:
   description: Value of the server's C(X-Jetson-Simulated) header, or null for a real server.
   returned: success
@@ -224,7 +226,7 @@ def build_module():
             input_len=dict(type="int", default=2048),
             output_len=dict(type="int", default=128),
             seed=dict(type="int", default=0),
-            prompt_token_ids_range=dict(type="list", elements="int", default=[10, 500]),
+            prompt_token_ids_range=dict(type="list", elements="int", default=[10, 500], no_log=False),
             request_timeout=dict(type="float", default=300.0),
             max_duration=dict(type="float", default=3600.0),
             max_failed_ratio=dict(type="float", default=0.1),

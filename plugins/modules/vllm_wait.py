@@ -22,6 +22,7 @@ attributes:
     support: full
     description: Probes are read-only and run in check mode too.
   diff_mode:
+    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: none
 options:
   url:

@@ -161,7 +161,7 @@ def vllm_bench_serve(vllm_bin, url, model, tokenizer, conc, num_prompts, input_l
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1")
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                          timeout=1800, universal_newlines=True)
+                          timeout=1800, universal_newlines=True, check=False)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode:
         raise RuntimeError("vllm bench serve failed:\n" + proc.stdout[-3000:])

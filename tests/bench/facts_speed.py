@@ -39,7 +39,7 @@ def bench_detection(runs):
     roots = sorted(os.path.join(BOARDS, n, "root") for n in os.listdir(BOARDS)
                    if os.path.isdir(os.path.join(BOARDS, n, "root")))
     samples = []
-    for _ in range(runs):
+    for dummy in range(runs):
         for root in roots:
             start = time.perf_counter()
             gather(root)

@@ -73,8 +73,8 @@ def _sse(resp):
 def _stream_shapes(events, chat):
     content = [e for e in events if isinstance(e, dict) and e.get("choices")]
     usage = [e for e in events if isinstance(e, dict) and e.get("choices") == []]
-    choice_keys = ["index", "delta", "finish_reason"] if chat else ["index", "text",
-                                                                      "finish_reason"]
+    choice_keys = (["index", "delta", "finish_reason"] if chat
+                   else ["index", "text", "finish_reason"])
     first = content[0] if content else {}
     out = {
         "terminator": events[-1] if events and events[-1] == "[DONE]" else "missing",
@@ -83,8 +83,9 @@ def _stream_shapes(events, chat):
         "choice": _shape(first["choices"][0], choice_keys) if content else {},
         "last_finish_reason_set": bool(content) and content[-1]["choices"][0].get(
             "finish_reason") in ("length", "stop"),
-        "usage_chunk": _shape(usage[0]["usage"], ["prompt_tokens", "completion_tokens",
-                                                   "total_tokens"]) if usage else "missing",
+        "usage_chunk": (_shape(usage[0]["usage"],
+                               ["prompt_tokens", "completion_tokens", "total_tokens"])
+                        if usage else "missing"),
         "usage_is_last_json": bool(usage) and events[-2] is usage[0],
     }
     if chat and content:
@@ -97,7 +98,7 @@ def _metrics(text):
     types, labels = {}, {}
     for line in text.splitlines():
         if line.startswith("# TYPE "):
-            _, _, name, kind = line.split(" ", 3)
+            dummy, dummy, name, kind = line.split(" ", 3)
             types[name] = kind
         elif line and not line.startswith("#"):
             name = line.split("{", 1)[0].split(" ", 1)[0]

@@ -99,7 +99,7 @@ class Served(object):
     def tpot(self, tokens, requests):
         """Client-side TPOT (wall seconds), as `vllm bench serve` computes it."""
         values = []
-        for _ in range(requests):
+        for dummy in range(requests):
             body = json.dumps({"model": self.model, "prompt": list(range(64)),
                                "max_tokens": tokens, "ignore_eos": True, "stream": True,
                                "stream_options": {"include_usage": True}}).encode()
@@ -155,12 +155,12 @@ def main(argv=None):
                     err_h = 100 * (http / want - 1)
                     ok &= abs(err_h) <= 5
                     http_txt = "%9.3f %+7.2f" % (http, err_h)
-                print("%5.1f %2d %5.2f %8.3f %9.3f %+7.2f %s" % (alpha, k, c, want, virt, err_v,
-                                                                  http_txt))
+                print("%5.1f %2d %5.2f %8.3f %9.3f %+7.2f %s"
+                      % (alpha, k, c, want, virt, err_v, http_txt))
     if not args.quick:
         print("\n== TPOT at concurrency 1, no speculation (8B W4A16; 1B on the Nano), target +-3%")
-        print("%-14s %-10s %12s %12s %7s %8s" % ("board", "model", "roofline ms", "http ms", "err%",
-                                            "tok/s"))
+        print("%-14s %-10s %12s %12s %7s %8s"
+              % ("board", "model", "roofline ms", "http ms", "err%", "tok/s"))
         for name in BOARDS:
             with open(os.path.join(HERE, "profiles", name + ".json")) as handle:
                 data = json.load(handle)
@@ -176,8 +176,8 @@ def main(argv=None):
                 tpot = srv.tpot(args.tokens, args.requests) / args.time_scale
             err = 100 * (tpot / roofline - 1)
             ok &= abs(err) <= 3
-            print("%-14s %-10s %12.2f %12.2f %+7.2f %8.2f" % (name, name_model[-10:], 1000 * roofline, 1000 * tpot, err,
-                                                        1 / tpot))
+            print("%-14s %-10s %12.2f %12.2f %+7.2f %8.2f"
+                  % (name, name_model[-10:], 1000 * roofline, 1000 * tpot, err, 1 / tpot))
     print("\nRESULT: %s" % ("all within targets" if ok else "TARGET MISSED"))
     return 0 if ok else 1
 

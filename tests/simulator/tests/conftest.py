@@ -44,7 +44,7 @@ def run_vllm(args, profile_path, timeout=20, env=None):
     full_env.update(env or {})
     return subprocess.run([sys.executable, VLLM] + list(args), env=full_env, timeout=timeout,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          universal_newlines=True)
+                          universal_newlines=True, check=False)
 
 
 def free_port():

@@ -57,9 +57,9 @@ def test_health_version_models(baseline):
     status, headers, body = get(baseline.base, "/health")
     assert status == 200 and body == b""
     assert headers["X-Jetson-Simulated"] == "agx_orin_64gb; time_scale=0.01"
-    status, _, body = get(baseline.base, "/version")
+    status, dummy, body = get(baseline.base, "/version")
     assert json.loads(body) == {"version": "0.20.1"}
-    status, _, body = get(baseline.base, "/v1/models")
+    status, dummy, body = get(baseline.base, "/v1/models")
     card = json.loads(body)["data"][0]
     assert card["id"] == LLAMA_W4 and card["root"] == LLAMA_W4
     assert card["owned_by"] == "vllm" and card["max_model_len"] == 4096
@@ -83,7 +83,7 @@ def test_completion_stream_shape(baseline):
 
 
 def test_chat_stream_and_natural_stop(baseline, profile_file):
-    _, raw = post_stream(baseline.base, "/v1/chat/completions", {
+    dummy, raw = post_stream(baseline.base, "/v1/chat/completions", {
         "model": LLAMA_W4, "messages": [{"role": "user", "content": "hi"}],
         "max_completion_tokens": 300, "stream": True})
     evs = events(raw)
@@ -97,7 +97,7 @@ def test_chat_stream_and_natural_stop(baseline, profile_file):
 
 
 def test_list_of_prompts_gives_one_choice_each(baseline):
-    _, raw = post_stream(baseline.base, "/v1/completions", {
+    dummy, raw = post_stream(baseline.base, "/v1/completions", {
         "model": LLAMA_W4, "prompt": ["one", "two"], "max_tokens": 3, "ignore_eos": True,
         "stream": True, "stream_options": {"include_usage": True}})
     evs = events(raw)
@@ -123,7 +123,7 @@ def test_errors_for_unknown_model_and_too_long(baseline):
 
 def test_api_key_guards_v1_only(profile_file, start_server):
     server = start_server(profile_file(), extra=["--api-key", "s3cret"])
-    status, _, body = get(server.base, "/v1/models")
+    status, dummy, body = get(server.base, "/v1/models")
     assert status == 401 and json.loads(body) == {"error": "Unauthorized"}
     assert get(server.base, "/v1/models", "wrong")[0] == 401
     assert get(server.base, "/v1/models", "s3cret")[0] == 200
@@ -143,7 +143,7 @@ def test_spec_metrics_absent_without_speculation(baseline):
 
 
 def test_spec_metrics_count_drafts_and_acceptance(speculative):
-    _, raw = post_stream(speculative.base, "/v1/completions", {
+    dummy, raw = post_stream(speculative.base, "/v1/completions", {
         "model": "llama8b", "prompt": "hello", "max_tokens": 200, "ignore_eos": True,
         "stream": True})
     chunks = events(raw)[:-1]

@@ -175,7 +175,9 @@ def serve(args):
         raise SimExit(1, traceback_lines(
             "ValueError: GPU memory utilization must be within (0, 1]. Got %s." % util))
 
-    eng_log = lambda where, msg: logs.info(where, msg, proc="EngineCore_DP0")
+    def eng_log(where, msg):
+        return logs.info(where, msg, proc="EngineCore_DP0")
+
     eng_log("core.py:77", "Initializing a V1 LLM engine (v%s) with config: model='%s', "
             "speculative_config=%s, max_seq_len=%d, enforce_eager=%s"
             % (profile.vllm_version, model_name, spec.describe() if spec else None, max_len,

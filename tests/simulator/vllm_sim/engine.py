@@ -307,7 +307,7 @@ def simulate(engine, concurrency, num_requests, prompt_tokens, max_tokens, ignor
         engine.add(req)
         return req
 
-    in_flight = [submit() for _ in range(min(concurrency, num_requests))]
+    in_flight = [submit() for dummy in range(min(concurrency, num_requests))]
     while in_flight:
         prefill, decode, duration = engine.plan()
         end = clock.now() + duration

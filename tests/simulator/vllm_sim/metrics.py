@@ -216,6 +216,6 @@ class Metrics(object):
                     out.append("# HELP %s_created %s" % (fam.name, fam.help))
                     out.append("# TYPE %s_created gauge" % fam.name)
                     for key in fam.series:
-                        out.append("%s_created%s %s" % (fam.name, _labels(key),
-                                                         _num(fam.created)))
+                        out.append("%s_created%s %s"
+                                   % (fam.name, _labels(key), _num(fam.created)))
         return "\n".join(out) + "\n"

@@ -115,7 +115,7 @@ class Profile(object):
 
 def version_tuple(text):
     parts = []
-    for piece in str(text).split("+")[0].split("."):
+    for piece in str(text).split("+", maxsplit=1)[0].split("."):
         digits = "".join(ch for ch in piece if ch.isdigit())
         parts.append(int(digits) if digits else 0)
     while len(parts) < 3:

@@ -34,7 +34,7 @@ class SpecSettings(object):
 
 
 def _fail_pydantic(errors):
-    lines = traceback_lines("") [:-1] + pydantic_error(CLS, errors)
+    lines = traceback_lines("")[:-1] + pydantic_error(CLS, errors)
     raise SimExit(1, lines)
 
 

@@ -10,7 +10,7 @@ def test_percentile_matches_numpy_linear(p):
     np = pytest.importorskip("numpy")
     rng = random.Random(p)
     for n in (1, 2, 3, 7, 50, 101):
-        data = [rng.uniform(0, 100) for _ in range(n)]
+        data = [rng.uniform(0, 100) for dummy in range(n)]
         assert bs.percentile(data, p) == pytest.approx(float(np.percentile(data, p)), rel=1e-12)
 
 

@@ -31,11 +31,10 @@ def test_thor_board_name_when_tnspec_has_no_sku():
 
 
 def test_thor_nvidia_smi_then_memory():
-    evidence = dict(model="NVIDIA Jetson AGX Thor Developer Kit", compatible=["nvidia,tegra264"], soc="tegra264",
-                    mem_total_bytes=int(122.8 * GIB))
-    assert classify(smi_name="NVIDIA Jetson T4000", **dict(evidence, mem_total_bytes=int(62 * GIB)))["variant_source"] \
+    evidence = dict(model="NVIDIA Jetson AGX Thor Developer Kit", compatible=["nvidia,tegra264"], soc="tegra264")
+    assert classify(smi_name="NVIDIA Jetson T4000", mem_total_bytes=int(62 * GIB), **evidence)["variant_source"] \
         == "nvidia_smi"
-    plain = classify(smi_name="NVIDIA Thor", **evidence)
+    plain = classify(smi_name="NVIDIA Thor", mem_total_bytes=int(122.8 * GIB), **evidence)
     assert (plain["variant"], plain["variant_source"]) == ("thor_t5000", "memory")
 
 

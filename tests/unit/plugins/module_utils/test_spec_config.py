@@ -141,8 +141,8 @@ def test_systemd_quote_round_trips(arg):
 def test_systemd_quote_round_trips_random_strings():
     rng = random.Random(20260601)
     alphabet = "aZ09 _-./:=,@+%$\\\"';#{}[]()*?!&|<>~`é模✓"
-    for _ in range(500):
-        arg = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
+    for dummy in range(500):
+        arg = "".join(rng.choice(alphabet) for dummy in range(rng.randint(0, 24)))
         assert systemd_argv("/x " + systemd_quote(arg)) == ["/x", arg], arg
 
 

@@ -180,13 +180,13 @@ def test_small_perturbations_never_flip_keep_and_revert():
     rng = random.Random(20260301)
     cv = 0.03
     band = 2 * cv * 2 ** 0.5
-    for _ in range(3000):
+    for dummy in range(3000):
         gain = rng.uniform(-0.2, 0.8)
         drop = rng.uniform(-0.2, 0.6)
         c8 = rng.uniform(-0.4, 0.2)
         first = spec_verdict(BASE, cand(gain, drop, c8), noise_cv=cv)["decision"]
         # shift every metric by less than the band (relative numbers, so stay a bit inside)
-        d = [rng.uniform(-0.95, 0.95) * band for _ in range(3)]
+        d = [rng.uniform(-0.95, 0.95) * band for dummy in range(3)]
         second = spec_verdict(BASE, cand(gain + d[0], drop + d[1], c8 + d[2]), noise_cv=cv)["decision"]
         assert {first, second} != {"keep", "revert"}, (gain, drop, c8, d, first, second)
         # a clear (non-repeat) verdict is stable: the repeated measurement confirms it
@@ -196,7 +196,7 @@ def test_small_perturbations_never_flip_keep_and_revert():
 
 def test_final_never_repeats():
     rng = random.Random(7)
-    for _ in range(500):
+    for dummy in range(500):
         out = spec_verdict(BASE, cand(rng.uniform(-0.2, 0.8), rng.uniform(-0.2, 0.6), rng.uniform(-0.4, 0.2)),
                            final=True)
         assert out["decision"] in ("keep", "revert", "marginal")

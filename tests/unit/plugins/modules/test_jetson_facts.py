@@ -28,8 +28,8 @@ def test_fixture_root_runs_no_command_by_default():
 
 def test_check_mode_returns_same_facts():
     args = {"root": root_of("orin-nano-8gb-devkit-r35.3.1")}
-    _, normal = run_module(jetson_facts.main, args)
-    _, checked = run_module(jetson_facts.main, dict(args, _ansible_check_mode=True))
+    dummy, normal = run_module(jetson_facts.main, args)
+    dummy, checked = run_module(jetson_facts.main, dict(args, _ansible_check_mode=True))
     assert checked["ansible_facts"] == normal["ansible_facts"]
     assert normal["ansible_facts"]["jetson"]["model"] == "NVIDIA Orin Nano Developer Kit"
 

@@ -70,7 +70,7 @@ def test_write_with_textfile(tmp_path):
                          info={"method": "eagle3", "model": "m", "family": "thor", "simulated": False},
                          verdict={"decision": "keep"},
                          benchmarks={"baseline": {"runs": [{"concurrency": 1, "throughput_tok_s": 30.0,
-                                                             "tpot_ms_p50": 33.0}]}})
+                                                            "tpot_ms_p50": 33.0}]}})
     assert not failed and result["textfile"] == str(tf / "jetson_specdec.prom")
     text = (tf / "jetson_specdec.prom").read_text()
     assert 'jetson_specdec_info{verdict="keep",status="kept",method="eagle3",model="m",family="thor"} 1' in text

@@ -1,0 +1,252 @@
+#!/usr/bin/env python3
+"""Pull-mode test: one simulated board runs the collection on itself with ansible-pull.
+
+    .venv/bin/python tests/pull_mode/run_pull_mode.py     (make pull-mode)
+
+1. A bare git repository of the working tree (uncommitted files included) is the
+   ansible-pull source; it is copied into the board container (no network).
+2. The board container (test-bed board image, fixture sysroot, stand-in profile) gets
+   the project's venv and its base interpreter bind-mounted read-only at the same
+   paths, so ansible-pull runs inside it.
+3. playbooks/pull_setup.yml installs the timer (docker connection); a second run is
+   idempotent.
+4. `systemctl start jetson-specdec-pull.service` (what the timer fires): the rollout
+   runs, the state file and both textfiles are written with a verdict.
+5. A second start changes nothing: same state, changed=0 in the pull log, no
+   benchmark, no restart of vLLM.
+
+JETSON_SPECDEC_BOARD_IMAGE overrides the board image; JETSON_SPECDEC_KEEP=1 keeps the
+container and the work folder for debugging.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "tests", "testbed"))
+import fleet  # noqa: E402  (the test bed's board preparation)
+
+VENV = os.path.join(REPO, ".venv")
+NAME = "specdec-pull-thor-01"
+UNIT = "jetson-specdec-pull"
+STATE = "/var/lib/jetson-specdec/state.json"
+TEXTFILE_DIR = "/var/lib/node_exporter/textfile_collector"
+PULL_LOG = "/var/log/jetson-specdec/pull.log"
+BOARD = {"name": "thor-01", "fixture": "thor-t5000-devkit-r39.2", "profile": "thor_t5000",
+         # compute headroom: speculation helps at concurrency 1 and holds at 8 (keep)
+         "profile_overrides": {"decode_compute_s_per_token_per_bparam": 5e-05}}
+# What tests/demo/fleet.json gives every simulated board, as board-local pull variables.
+SIM_VARS = {
+    "rollout_facts_root": "/opt/jetson-sim/root",
+    "rollout_probe_under_root": True,
+    "rollout_reclaim_running_service": False,
+    "rollout_bench_num_prompts": 16,
+    "rollout_bench_warmup_prompts": 2,
+    "rollout_bench_input_len": 512,
+    "rollout_bench_output_len": 64,
+    "rollout_bench_max_duration": 300,
+    "vllm_server_health_interval": 1,
+    "vllm_server_health_timeout": 120,
+    "vllm_server_crash_loop_restarts": 1,
+    "vllm_server_restart_sec": 2,
+}
+
+
+def step(text):
+    print("\n=== %s" % text, flush=True)
+
+
+def run(argv, timeout=600, check=True, **kwargs):
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kwargs)
+    if check and result.returncode != 0:
+        raise AssertionError("%s failed (rc %d)\nstdout:\n%s\nstderr:\n%s"
+                             % (" ".join(argv), result.returncode, result.stdout[-6000:], result.stderr[-3000:]))
+    return result
+
+
+def board(*argv, timeout=600, check=True):
+    return run(["docker", "exec", NAME] + list(argv), timeout=timeout, check=check)
+
+
+def board_text(path):
+    return board("cat", path).stdout
+
+
+def recap(log):
+    """{host: {ok, changed, failed, ...}} from the PLAY RECAP of an ansible-playbook log."""
+    section = log.split("PLAY RECAP", 1)
+    assert len(section) == 2, "no PLAY RECAP in the log:\n" + log[-3000:]
+    rows = {}
+    for line in section[1].splitlines():
+        match = re.match(r"^(\S+)\s+:\s+(.*)$", line)
+        if match:
+            rows[match.group(1)] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", match.group(2))}
+    return rows
+
+
+def metric(text, name):
+    match = re.search(r"^%s(?:\{[^}]*\})? (\S+)$" % re.escape(name), text, re.M)
+    assert match, "metric %s missing in:\n%s" % (name, text)
+    return float(match.group(1))
+
+
+def make_source(work):
+    """A bare repository of the working tree, uncommitted files included."""
+    src = os.path.join(work, "src")
+    os.makedirs(src)
+    files = run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO).stdout.split("\0")
+    for rel in files:
+        if not rel or rel.startswith(".cache/") or not os.path.isfile(os.path.join(REPO, rel)):
+            continue
+        dest = os.path.join(src, rel)
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        shutil.copy2(os.path.join(REPO, rel), dest, follow_symlinks=False)
+    git = ["git", "-c", "user.name=pull-mode test", "-c", "user.email=pull-mode@localhost",
+           "-c", "commit.gpgsign=false"]
+    run(git + ["init", "-q", "-b", "main", src])
+    run(git + ["add", "-A"], cwd=src)
+    run(git + ["commit", "-q", "-m", "working tree for the pull-mode test"], cwd=src)
+    bare = os.path.join(work, "specdec.git")
+    run(["git", "clone", "-q", "--bare", src, bare])
+    return bare
+
+
+def start_board(image):
+    base_prefix = run([os.path.join(VENV, "bin", "python"), "-c", "import sys; print(sys.base_prefix)"]).stdout.strip()
+    venv = os.path.realpath(VENV)
+    mounts = ["-v", "%s:%s:ro" % (venv, venv), "-v", "%s:%s:ro" % (base_prefix, base_prefix)]
+    if venv != VENV:
+        mounts += ["-v", "%s:%s:ro" % (venv, VENV)]
+    run(["docker", "rm", "-f", NAME], check=False)
+    run(["docker", "run", "-d", "--name", NAME, "--hostname", BOARD["name"]] + fleet.RUN_FLAGS + mounts
+        + [image, "/lib/systemd/systemd"])
+    fleet.prepare(NAME, BOARD)
+
+
+def write_inventory(work):
+    hostvars = {
+        "ansible_connection": "community.docker.docker", "ansible_host": NAME,
+        "ansible_python_interpreter": "/usr/bin/python3",
+        "pull_mode_repo_url": "file:///srv/git/specdec.git",
+        "pull_mode_branch": "main",
+        "pull_mode_ansible_pull_bin": os.path.join(VENV, "bin", "ansible-pull"),
+        "pull_mode_vars": SIM_VARS,
+    }
+    path = os.path.join(work, "hosts.yml")
+    with open(path, "w") as handle:
+        json.dump({"all": {"hosts": {"pull-thor-01": hostvars}}}, handle, indent=2)
+    return path
+
+
+def setup_playbook(inventory):
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".cache", "collections"),
+               ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    result = run([os.path.join(VENV, "bin", "ansible-playbook"), "-i", inventory,
+                  os.path.join(REPO, "playbooks", "pull_setup.yml")], env=env, cwd=REPO)
+    return recap(result.stdout)["pull-thor-01"]
+
+
+def fire():
+    """Start the service the timer fires; returns (seconds, pull log)."""
+    start = time.time()
+    result = board("systemctl", "start", UNIT + ".service", timeout=1500, check=False)
+    took = time.time() - start
+    log = board("cat", PULL_LOG, check=False).stdout
+    if result.returncode != 0:
+        journal = board("journalctl", "-u", UNIT + ".service", "--no-pager", "-n", "80", check=False).stdout
+        raise AssertionError("%s.service failed (rc %d): %s\npull log tail:\n%s\njournal:\n%s"
+                             % (UNIT, result.returncode, result.stderr, log[-6000:], journal))
+    return took, log
+
+
+def service_started_at(name):
+    return board("systemctl", "show", "-p", "ActiveEnterTimestampMonotonic", "-p", "MainPID", name).stdout
+
+
+def main():
+    image = os.environ.get("JETSON_SPECDEC_BOARD_IMAGE") or run(
+        ["bash", os.path.join(REPO, "tests", "testbed", "testbed.sh"), "board-image"], timeout=1800).stdout.strip().splitlines()[-1]
+    work = tempfile.mkdtemp(prefix="specdec-pull-")
+    keep = os.environ.get("JETSON_SPECDEC_KEEP") == "1"
+    try:
+        step("Source: a bare git repository of the working tree")
+        bare = make_source(work)
+
+        step("Board %s (%s) with the project's venv mounted read-only" % (NAME, image))
+        start_board(image)
+        board("mkdir", "-p", "/srv/git")
+        run(["docker", "cp", bare, "%s:/srv/git/specdec.git" % NAME])
+
+        step("playbooks/pull_setup.yml installs the timer")
+        inventory = write_inventory(work)
+        first = setup_playbook(inventory)
+        assert first["failed"] == 0 and first["changed"] > 0, first
+        assert board("systemctl", "is-enabled", UNIT + ".timer").stdout.strip() == "enabled"
+        assert board("systemctl", "is-active", UNIT + ".timer").stdout.strip() == "active"
+        timer = board("systemctl", "show", UNIT + ".timer", "-p", "RandomizedDelayUSec", "-p", "TimersCalendar",
+                      "-p", "TimersMonotonic", "-p", "Persistent").stdout
+        assert re.search(r"^RandomizedDelayUSec=1h$", timer, re.M), timer
+        assert "OnCalendar" in timer and "OnBootUSec" in timer and "Persistent=yes" in timer, timer
+        unit = board("systemctl", "cat", UNIT + ".service").stdout
+        assert "ANSIBLE_COLLECTIONS_PATH=/var/lib/jetson-specdec/pull" in unit, unit
+        script = board_text("/usr/local/sbin/jetson-specdec-pull")
+        for expected in ("--url file:///srv/git/specdec.git", "--checkout main", "--limit localhost",
+                         "--directory /var/lib/jetson-specdec/pull/ansible_collections/jetson/specdec",
+                         "--inventory /etc/jetson-specdec/pull-inventory", "playbooks/pull.yml"):
+            assert expected in script.replace(" \\\n    ", " "), (expected, script)
+        again = setup_playbook(inventory)
+        assert again["changed"] == 0 and again["failed"] == 0, "pull_setup is not idempotent: %s" % again
+        print("timer installed and enabled; second pull_setup run: changed=0")
+
+        step("First fire: ansible-pull checks out the collection and runs the rollout")
+        took, log = fire()
+        rows = recap(log)
+        assert set(rows) == {"localhost"}, rows
+        assert rows["localhost"]["failed"] == 0 and rows["localhost"]["changed"] > 0, rows
+        assert "Benchmark the baseline" in log and "Benchmark the candidate" in log, log[-4000:]
+        state = json.loads(board_text(STATE))
+        assert state["status"] in ("kept", "reverted"), state["status"]
+        assert state["verdict"]["decision"] in ("keep", "marginal", "revert"), state["verdict"]
+        assert state["info"]["family"] == "thor", state["info"]
+        assert state["verdict"]["action"] == "keep", "thor-01 with compute headroom should keep: %s" % state["verdict"]
+        textfile = board_text(TEXTFILE_DIR + "/jetson_specdec.prom")
+        assert "jetson_specdec_" in textfile and "verdict" in textfile, textfile
+        pull_metrics = board_text(TEXTFILE_DIR + "/jetson_specdec_pull.prom")
+        assert metric(pull_metrics, "jetson_specdec_pull_last_exit_code") == 0, pull_metrics
+        assert metric(pull_metrics, "jetson_specdec_pull_last_changed_tasks") == rows["localhost"]["changed"]
+        reports = board("ls", "/var/lib/jetson-specdec/reports").stdout.split()
+        assert len(reports) == 1, reports
+        assert "thor" in board_text("/var/lib/jetson-specdec/reports/%s/report.md" % reports[0])
+        print("rollout in %.0f s: status %s, verdict %s; state file and textfiles written"
+              % (took, state["status"], state["verdict"]["decision"]))
+
+        step("Second fire: a converged board is left alone")
+        state_before = board_text(STATE)
+        vllm_before = service_started_at("vllm.service")
+        took, log = fire()
+        rows = recap(log)
+        assert rows["localhost"]["changed"] == 0 and rows["localhost"]["failed"] == 0, rows
+        assert "Benchmark the" not in log, "the second fire benchmarked again"
+        assert re.search(r"localhost \| SUCCESS", log), "the checkout step changed: " + log[:2000]
+        assert board_text(STATE) == state_before, "the state file changed on the second fire"
+        assert service_started_at("vllm.service") == vllm_before, "vLLM was restarted on the second fire"
+        pull_metrics = board_text(TEXTFILE_DIR + "/jetson_specdec_pull.prom")
+        assert metric(pull_metrics, "jetson_specdec_pull_last_changed_tasks") == 0, pull_metrics
+        print("second fire in %.0f s: changed=0, no benchmark, state and vLLM untouched" % took)
+        print("\npull mode: PASS")
+    finally:
+        if keep:
+            print("kept container %s and %s" % (NAME, work))
+        else:
+            run(["docker", "rm", "-f", NAME], check=False)
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,204 @@
+"""Small simulated fleets for the rollout tests and measurements.
+
+A Fleet brings up systemd containers of the test bed with tests/testbed/fleet.py
+(one per board, docker connection), runs playbooks against them with
+subprocess and reads what the rollout left on each host with `docker exec`.
+"""
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+VENV_BIN = os.path.join(REPO, ".venv", "bin")
+STATE = "/var/lib/jetson-specdec/state.json"
+LOCK = "/var/lib/jetson-specdec/rollout.lock"
+PROM = "/var/lib/node_exporter/textfile_collector/jetson_specdec.prom"
+UNIT = "/etc/systemd/system/vllm.service"
+
+# What the demo gives every host (tests/demo/fleet.json "hostvars").
+with open(os.path.join(REPO, "tests", "demo", "fleet.json")) as _handle:
+    DEMO = json.load(_handle)
+DEMO_HOSTVARS = DEMO["hostvars"]
+DEMO_BOARDS = dict((b["name"], b) for b in DEMO["boards"])
+
+
+def board_image():
+    image = os.environ.get("JETSON_SPECDEC_BOARD_IMAGE")
+    if not image:
+        out = subprocess.run(["bash", "tests/testbed/testbed.sh", "board-image"], cwd=REPO, check=True,
+                             capture_output=True, text=True, timeout=1800).stdout
+        image = out.strip().splitlines()[-1]
+        os.environ["JETSON_SPECDEC_BOARD_IMAGE"] = image
+    return image
+
+
+def board(name, like, faults=None, hostvars=None, **overrides):
+    """A board named `name` built like the demo board `like` (fixture, profile, overrides)."""
+    base = DEMO_BOARDS[like]
+    profile_overrides = dict(base.get("profile_overrides", {}))
+    profile_overrides.pop("faults", None)
+    profile_overrides.update(overrides)
+    if faults is not None:
+        profile_overrides["faults"] = faults
+    return {"name": name, "fixture": base["fixture"], "profile": base["profile"],
+            "profile_overrides": profile_overrides, "hostvars": hostvars or {}}
+
+
+class Fleet(object):
+    def __init__(self, prefix, boards, hostvars=None, workdir=None):
+        self.prefix = prefix
+        self.boards = boards
+        self.workdir = workdir or tempfile.mkdtemp(prefix="specdec-rollout-")
+        self.inventory = os.path.join(self.workdir, "inventory")
+        self.reports = os.path.join(self.workdir, "reports")
+        self.spec = {"prefix": prefix, "image_env": "JETSON_SPECDEC_BOARD_IMAGE",
+                     "hostvars": dict(DEMO_HOSTVARS, **(hostvars or {})), "boards": boards}
+        self.spec_path = os.path.join(self.workdir, "fleet.json")
+        with open(self.spec_path, "w") as handle:
+            json.dump(self.spec, handle, indent=2)
+
+    # ------------------------------------------------------------------ lifecycle
+    def up(self):
+        board_image()
+        subprocess.run([os.path.join(VENV_BIN, "python"), "tests/testbed/fleet.py", "up", self.spec_path,
+                        self.inventory], cwd=REPO, check=True, capture_output=True, text=True, timeout=900)
+        link = os.path.join(self.inventory, "group_vars")
+        if not os.path.islink(link):
+            os.symlink(os.path.join(REPO, "inventories", "example", "group_vars"), link)
+        return self
+
+    def down(self):
+        subprocess.run([os.path.join(VENV_BIN, "python"), "tests/testbed/fleet.py", "down", self.spec_path],
+                       cwd=REPO, check=False, capture_output=True, text=True, timeout=300)
+
+    def container(self, host):
+        return self.prefix + host
+
+    @property
+    def hosts(self):
+        return [b["name"] for b in self.boards]
+
+    # ------------------------------------------------------------------ playbooks
+    def env(self):
+        env = dict(os.environ)
+        env.update(ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".cache", "collections"),
+                   ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+                   ANSIBLE_FORCE_COLOR="0", PATH=VENV_BIN + os.pathsep + env.get("PATH", ""))
+        return env
+
+    def command(self, playbook="playbooks/rollout.yml", *args, **extra_vars):
+        cmd = [os.path.join(VENV_BIN, "ansible-playbook"), "-i", self.inventory, playbook,
+               "-e", "rollout_report_dir=%s" % self.reports]
+        if extra_vars:
+            cmd += ["-e", json.dumps(extra_vars)]
+        return cmd + list(args)
+
+    def run(self, playbook="playbooks/rollout.yml", *args, **extra_vars):
+        """Run a playbook; returns (returncode, output, seconds). The output also goes to workdir/run-*.log."""
+        start = time.time()
+        log = os.path.join(self.workdir, "run-%d.log" % int(start * 1000))
+        with open(log, "w") as handle:
+            handle.write(" ".join(self.command(playbook, *args, **extra_vars)) + "\n")
+            handle.flush()
+            proc = subprocess.run(self.command(playbook, *args, **extra_vars), cwd=REPO, env=self.env(),
+                                  stdout=handle, stderr=subprocess.STDOUT, text=True, timeout=1800)
+        with open(log) as handle:
+            output = handle.read()
+        return proc.returncode, output, time.time() - start
+
+    def start(self, playbook="playbooks/rollout.yml", *args, **extra_vars):
+        """Start a playbook in its own process group (to kill it like a dying controller)."""
+        log = open(os.path.join(self.workdir, "started-%d.log" % int(time.time() * 1000)), "w")
+        return subprocess.Popen(self.command(playbook, *args, **extra_vars), cwd=REPO, env=self.env(),
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+    @staticmethod
+    def kill(proc):
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+
+    # ------------------------------------------------------------------ host checks
+    def sh(self, host, script, check=False):
+        return subprocess.run(["docker", "exec", self.container(host), "sh", "-c", script], check=check,
+                              capture_output=True, text=True, timeout=120)
+
+    def state(self, host):
+        out = self.sh(host, "cat %s 2>/dev/null" % STATE).stdout
+        return json.loads(out) if out.strip() else None
+
+    def lock_held(self, host):
+        return self.sh(host, "test -e %s" % LOCK).returncode == 0
+
+    def unit(self, host):
+        return self.sh(host, "cat %s 2>/dev/null" % UNIT).stdout
+
+    def speculative(self, host):
+        return "--speculative-config" in self.unit(host)
+
+    def active(self, host):
+        return self.sh(host, "systemctl is-active vllm").stdout.strip()
+
+    def models(self, host):
+        """The served model ids from /v1/models on the host's loopback (None when it does not answer)."""
+        script = ("import json,urllib.request\n"
+                  "r=urllib.request.urlopen('http://127.0.0.1:8000/v1/models',timeout=10)\n"
+                  "print(json.dumps([m['id'] for m in json.load(r)['data']]))\n")
+        proc = subprocess.run(["docker", "exec", self.container(host), "python3", "-c", script],
+                              capture_output=True, text=True, timeout=60)
+        return json.loads(proc.stdout) if proc.returncode == 0 else None
+
+    def prom(self, host):
+        return self.sh(host, "cat %s 2>/dev/null" % PROM).stdout
+
+    def report(self, run_id=None):
+        runs = sorted(d for d in os.listdir(self.reports) if os.path.isdir(os.path.join(self.reports, d)))
+        run = run_id or runs[-1]
+        with open(os.path.join(self.reports, run, "report.json")) as handle:
+            return json.load(handle)
+
+    def report_rows(self, run_id=None):
+        return dict((e["row"]["host"], e["row"]) for e in self.report(run_id)["hosts"])
+
+    def stop(self, host):
+        subprocess.run(["docker", "stop", "-t", "2", self.container(host)], check=True, capture_output=True,
+                       timeout=120)
+
+
+def recap(output):
+    """{host: {ok, changed, unreachable, failed, ...}} from PLAY RECAP."""
+    out = {}
+    seen = False
+    for line in output.splitlines():
+        if line.startswith("PLAY RECAP"):
+            seen = True
+            continue
+        if seen and ":" in line and "=" in line:
+            host, _, rest = line.partition(":")
+            out[host.strip()] = dict((k, int(v)) for k, v in (kv.split("=") for kv in rest.split()))
+        elif seen and not line.strip() and out:
+            break
+    return out
+
+
+def assert_serving(fleet, host, speculative):
+    """The host runs its last good config and answers /v1/models."""
+    assert fleet.speculative(host) is speculative, fleet.unit(host)
+    assert fleet.active(host) == "active"
+    assert fleet.models(host), "/v1/models does not answer on %s" % host
+
+
+def assert_state(fleet, host, status, decision=None):
+    state = fleet.state(host)
+    assert state is not None, "no state file on %s" % host
+    assert state["status"] == status, state
+    assert state["config_hash"], state
+    if decision:
+        assert (state["verdict"] or {}).get("decision") == decision, state["verdict"]
+    assert not fleet.lock_held(host), "the rollout lock is still held on %s" % host
+    prom = fleet.prom(host)
+    assert prom, "no textfile metrics on %s" % host
+    assert status in prom, prom
+    return state

@@ -1,0 +1,239 @@
+"""The collection itself against the REAL vLLM: roles/vllm_server and playbooks/rollout.yml on two
+test-bed containers (systemd as PID 1), each with the lane venv, its base interpreter, the
+models and tests/ bind-mounted read-only at the same paths. Ansible reaches them with
+`docker exec`; every request is made from inside a container to its own 127.0.0.1.
+
+Order (one real vLLM starts at a time; the module's tests share the two hosts):
+  1. rollout.yml, serial 1: host `keep` (candidate: prefix draft) must be kept with a measured
+     speedup, host `revert` (candidate: unrelated draft) reverted with a measured slowdown;
+  2. the kept host now runs the prefix draft under the role's unit: the argv the kernel has
+     carries a --speculative-config that json-decodes to exactly the planned dict, the service
+     runs as `vllm` with the loopback environment, and the spec-decode counters grow;
+  3. endpoint contract: both hosts (speculative, baseline) against the simulator;
+  4. the role with ngram on the reverted host: same argv and counter checks;
+  5. the role with a config that passes preflight but vLLM rejects: the wait task fails with
+     vLLM's own message and cause rejected_speculative_config.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(HERE))
+import lane  # noqa: E402
+import realhosts as rh  # noqa: E402
+
+pytestmark = [pytest.mark.real_vllm,
+              pytest.mark.skipif(not lane.lane_enabled(), reason=lane.SKIP_REASON)]
+
+K = 3
+BENCH = {
+    "rollout_bench_concurrency": [1, 4],
+    "rollout_bench_num_prompts": 8,
+    "rollout_bench_warmup_prompts": 2,
+    "rollout_bench_input_len": 128,
+    "rollout_bench_output_len": 64,
+    "rollout_bench_request_timeout": 120,
+    "rollout_bench_max_duration": 300,
+}
+STATE = "/var/lib/jetson-specdec/state.json"
+ROLE_PLAY = HERE / "role_play.yml"
+ROLLOUT = REPO / "playbooks" / "rollout.yml"
+
+
+@pytest.fixture(scope="module")
+def testbed_image() -> str:
+    res = subprocess.run(["bash", str(REPO / "tests" / "testbed" / "testbed.sh"), "image"],
+                         capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, f"testbed.sh image failed:\n{res.stderr[-3000:]}"
+    return res.stdout.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def hosts(testbed_image, lane_venv, lane_models, lane_log_dir, lane_results):
+    """Two real-vLLM hosts and an inventory; both containers are removed at teardown."""
+    tag = f"{os.getpid()}"
+    names = {"keep": f"specdec-lane-keep-{tag}", "revert": f"specdec-lane-revert-{tag}"}
+    drafts = {"keep": "draft-prefix", "revert": "draft-unrelated"}
+    started = []
+    try:
+        for host, name in names.items():
+            started.append(rh.start_host(testbed_image, name, lane_venv, lane_models))
+        inv = rh.write_inventory(lane_log_dir / "inventory.json", {
+            host: rh.host_vars(name, lane_venv, lane_models, drafts[host])
+            for host, name in names.items()})
+        yield {"names": names, "inventory": inv, "models": lane_models, "venv": lane_venv,
+               "logs": lane_log_dir, "results": lane_results}
+    finally:
+        for name in started:
+            rh.remove_host(name)
+
+
+def _runs(bench: dict) -> dict:
+    return {r["concurrency"]: r for r in (bench or {}).get("runs") or []}
+
+
+def _speedup(record: dict) -> dict:
+    base, cand = _runs(record.get("baseline")), _runs(record.get("candidate"))
+    out = {}
+    for c in sorted(base):
+        if c in cand and base[c].get("throughput_tok_s"):
+            out[c] = {"baseline_tok_s": base[c]["throughput_tok_s"],
+                      "candidate_tok_s": cand[c]["throughput_tok_s"],
+                      "ratio": round(cand[c]["throughput_tok_s"] / base[c]["throughput_tok_s"], 3),
+                      "baseline_tpot_ms": base[c].get("tpot_ms_p50"),
+                      "candidate_tpot_ms": cand[c].get("tpot_ms_p50")}
+    return out
+
+
+def test_rollout_keeps_prefix_reverts_unrelated(hosts):
+    run_id = "lane-" + time.strftime("%Y%m%dT%H%M%S")
+    report_dir = hosts["logs"] / "reports"
+    extra = dict(BENCH, rollout_serial=[1], rollout_run_id=run_id,
+                 rollout_report_dir=str(report_dir))
+    t0 = time.monotonic()
+    rc, out = rh.ansible_playbook(hosts["inventory"], ROLLOUT, extra,
+                                  log=hosts["logs"] / "rollout.log", timeout=900)
+    seconds = time.monotonic() - t0
+    tail = "\n".join(out.splitlines()[-60:])
+    assert rc == 0, f"rollout.yml rc={rc}\n{tail}"
+
+    records = {p.stem: json.loads(p.read_text())
+               for p in (report_dir / run_id / "hosts").glob("*.json")}
+    assert set(records) == {"keep", "revert"}, records.keys()
+    keep, revert = records["keep"], records["revert"]
+    summary = {}
+    for host, rec in records.items():
+        sd = rec.get("spec_decode") or (rec.get("candidate") or {}).get("spec_decode") or {}
+        summary[host] = {"status": rec["status"], "speedup": _speedup(rec),
+                         "acceptance_rate": sd.get("acceptance_rate"),
+                         "mean_acceptance_length": sd.get("mean_acceptance_length"),
+                         "decision": (rec.get("verdict") or {}).get("decision"),
+                         "reasons": rec.get("reasons"), "seconds": (rec.get("timings") or {}).get("seconds")}
+    hosts["results"]["rollout"] = {"start_s": round(seconds, 1), "hosts": summary}
+    print(f"\n[lane] rollout.yml took {seconds:.0f} s\n" + json.dumps(summary, indent=1))
+
+    assert keep["status"] == "kept", json.dumps(keep, indent=1)[-3000:]
+    assert revert["status"] == "reverted", json.dumps(revert, indent=1)[-3000:]
+    # Real numbers: prefix draft faster at concurrency 1, unrelated draft slower.
+    assert summary["keep"]["speedup"][1]["ratio"] >= 1.3, summary["keep"]
+    assert summary["revert"]["speedup"][1]["ratio"] < 1.0, summary["revert"]
+    assert summary["keep"]["acceptance_rate"] >= 0.99, summary["keep"]
+    assert summary["revert"]["acceptance_rate"] <= 0.05, summary["revert"]
+    for rec in (keep, revert):
+        assert rec["simulated"] is False, "a real host was reported as simulated"
+
+    # The verdicts are on the hosts too.
+    state_keep = rh.read_json(hosts["names"]["keep"], STATE)
+    state_revert = rh.read_json(hosts["names"]["revert"], STATE)
+    assert state_keep["status"] == "kept" and state_revert["status"] == "reverted"
+    assert state_keep["benchmarks"]["candidate"]["runs"], state_keep["benchmarks"]
+    assert (report_dir / run_id / "report.json").exists() or list(report_dir.glob("**/report.json"))
+
+
+def _check_spec_argv(name: str, want: dict, models: Path, venv: Path) -> list[str]:
+    pid = rh.main_pid(name)
+    assert pid > 0, "the vllm unit has no MainPID"
+    argv = rh.cmdline(name, pid)
+    raw = rh.arg_value(argv, "--speculative-config")
+    assert raw is not None, argv
+    assert json.loads(raw) == want, f"--speculative-config {raw!r} != {want!r}"
+    assert argv[:3] == [str(venv / "bin" / "vllm"), "serve", str(models / "target")], argv
+    assert rh.proc_user(name, pid) == "vllm"
+    env = rh.proc_env(name, pid)
+    for k in ("VLLM_HOST_IP", "HF_HUB_OFFLINE", "GLOO_SOCKET_IFNAME"):
+        assert env.get(k) == lane.loopback_env()[k], (k, env.get(k))
+    assert env.get("VLLM_API_KEY") == rh.API_KEY, "the secrets EnvironmentFile did not reach vLLM"
+    return argv
+
+
+def _check_counters_grow(name: str) -> dict:
+    s = rh.spec_stream(name)
+    assert s["run"]["done"] and s["run"]["completion_tokens"] == 128, s["run"]
+    assert set(lane.SPEC_METRICS.values()) <= set(s["present"]), s["present"]
+    d = s["delta"]
+    assert d["drafts"] > 0 and d["draft_tokens"] > 0, s
+    return s
+
+
+def test_kept_host_serves_prefix_draft_under_the_role(hosts):
+    name = hosts["names"]["keep"]
+    want = {"method": "draft_model", "model": str(hosts["models"] / "draft-prefix"),
+            "draft_tensor_parallel_size": 1, "num_speculative_tokens": K}
+    argv = _check_spec_argv(name, want, hosts["models"], hosts["venv"])
+    assert "--enforce-eager" in argv
+    s = _check_counters_grow(name)
+    d = s["delta"]
+    assert d["acceptance_rate"] >= 0.99 and d["draft_tokens"] == d["drafts"] * K, d
+    hosts["results"]["role:prefix"] = {"acceptance_rate": d["acceptance_rate"],
+                                       "mean_acceptance_length": d["mean_acceptance_length"],
+                                       "drafts": d["drafts"]}
+    print(f"\n[lane] kept host: --speculative-config decodes to {want}; counters {d}")
+
+
+def test_endpoint_contract_real_vs_simulator(hosts, tmp_path):
+    diffs = {}
+    for host, speculative in (("keep", True), ("revert", False)):
+        real = rh.contract(hosts["names"][host])
+        sim = rh.sim_contract(tmp_path, api_key=rh.API_KEY, speculative=speculative)
+        assert real["speculative"] is speculative
+        diffs[host] = rh.contract_differences(real, sim)
+        (hosts["logs"] / f"contract-{host}.json").write_text(
+            json.dumps({"real": real, "sim": sim, "differences": diffs[host]}, indent=1))
+    hosts["results"]["contract:containers"] = {"differences": sum(len(v) for v in diffs.values())}
+    assert not any(diffs.values()), json.dumps(diffs, indent=1)
+
+
+def test_role_ngram_on_real_vllm(hosts):
+    name = hosts["names"]["revert"]
+    extra = {"vllm_server_speculation": True, "vllm_server_speculative_method": "ngram",
+             "vllm_server_speculative_model": "",
+             "vllm_server_speculative_extra": {"prompt_lookup_min": 2, "prompt_lookup_max": 4},
+             "lane_failure_file": str(hosts["logs"] / "ngram-failure.json")}
+    t0 = time.monotonic()
+    rc, out = rh.ansible_playbook(hosts["inventory"], ROLE_PLAY, extra,
+                                  log=hosts["logs"] / "role-ngram.log", limit="revert", timeout=600)
+    assert rc == 0, "\n".join(out.splitlines()[-60:])
+    want = {"method": "ngram", "num_speculative_tokens": K,
+            "prompt_lookup_max": 4, "prompt_lookup_min": 2}
+    _check_spec_argv(name, want, hosts["models"], hosts["venv"])
+    s = _check_counters_grow(name)
+    d = s["delta"]
+    hosts["results"]["role:ngram"] = {"start_s": round(time.monotonic() - t0, 1),
+                                      "acceptance_rate": d["acceptance_rate"],
+                                      "mean_acceptance_length": d["mean_acceptance_length"],
+                                      "drafts": d["drafts"]}
+    print(f"\n[lane] role ngram: --speculative-config decodes to {want}; counters {d}")
+
+
+def test_role_rejected_config_fails_with_vllms_message(hosts):
+    """speculative max_model_len above the target's passes preflight; vLLM refuses it."""
+    failure_file = hosts["logs"] / "rejected-failure.json"
+    extra = {"vllm_server_speculation": True, "vllm_server_speculative_method": "draft_model",
+             "vllm_server_speculative_model": str(hosts["models"] / "draft-prefix"),
+             "vllm_server_speculative_extra": {"max_model_len": 4096},
+             "vllm_server_health_timeout": 240,
+             "lane_failure_file": str(failure_file)}
+    t0 = time.monotonic()
+    rc, out = rh.ansible_playbook(hosts["inventory"], ROLE_PLAY, extra,
+                                  log=hosts["logs"] / "role-rejected.log", limit="revert",
+                                  timeout=600)
+    seconds = time.monotonic() - t0
+    assert rc != 0, "the role succeeded with a config vLLM must reject"
+    assert failure_file.exists(), "\n".join(out.splitlines()[-60:])
+    failure = json.loads(failure_file.read_text())
+    hosts["results"]["role:rejected"] = {"start_s": round(seconds, 1), "cause": failure["cause"],
+                                         "task": failure["task"]}
+    print(f"\n[lane] rejected config: task {failure['task']!r} failed after {seconds:.0f} s, "
+          f"cause {failure['cause']}")
+    assert failure["task"] == "Wait until vLLM answers /health and /v1/models", failure["task"]
+    assert failure["cause"] == "rejected_speculative_config", failure
+    assert "cannot be larger than" in failure["msg"], failure["msg"][-2000:]
