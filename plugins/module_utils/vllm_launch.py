@@ -76,9 +76,9 @@ def serve_args(opts):
         if isinstance(util, int) and not isinstance(util, bool):
             util = float(util)
         args += ["--gpu-memory-utilization", "%.2f" % _number("gpu_memory_utilization", util, 0.05, 0.99, float)]
-    if opts.get("max_model_len"):
+    if opts.get("max_model_len") not in (None, ""):
         args += ["--max-model-len", str(_number("vllm_server_max_model_len", opts["max_model_len"], 64, 1048576, int))]
-    if opts.get("max_num_seqs"):
+    if opts.get("max_num_seqs") not in (None, ""):
         args += ["--max-num-seqs", str(_number("vllm_server_max_num_seqs", opts["max_num_seqs"], 1, 1024, int))]
     if opts.get("dtype"):
         if opts["dtype"] not in ("auto", "half", "float16", "bfloat16", "float", "float32"):

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Generate the variable tables of docs/role-<role>.md from roles/<role>/meta/argument_specs.yml.
 
     python tests/docs/gen_role_docs.py            rewrite the generated block of every role doc
@@ -60,9 +59,9 @@ def render_type(option):
     return kind
 
 
-def render_entry(role, name, spec):
+def render_entry(role, name, spec, same_as=None):
     lines = []
-    title = "`%s`" % role if name == "main" else "`%s` (`tasks_from: %s`)" % (role, name)
+    title = "`main`" if name == "main" else "`%s` (`tasks_from: %s.yml`)" % (name, name)
     lines.append("### Entry point %s" % title)
     lines.append("")
     if spec.get("short_description"):
@@ -73,6 +72,9 @@ def render_entry(role, name, spec):
     if spec.get("description"):
         lines.append("")
     options = spec.get("options") or {}
+    if same_as:
+        lines.append("Same %d variables as the entry point `%s`." % (len(options), same_as))
+        return lines
     lines.append("| variable | type | default | description |")
     lines.append("|---|---|---|---|")
     for var in sorted(options):
@@ -105,9 +107,13 @@ def render_block(role):
     lines.append("Generated from `roles/%s/meta/argument_specs.yml`; Ansible validates every run against the same file."
                  % role)
     lines.append("")
+    rendered = []
     for name in sorted(specs, key=lambda n: (n != "main", n)):
-        lines.extend(render_entry(role, name, specs[name]))
+        options = specs[name].get("options") or {}
+        same_as = next((done for done, opts in rendered if opts == options and options), None)
+        lines.extend(render_entry(role, name, specs[name], same_as))
         lines.append("")
+        rendered.append((name, options))
     lines.append(END)
     return "\n".join(lines)
 

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Pull-mode test: one simulated board runs the collection on itself with ansible-pull.
 
     .venv/bin/python tests/pull_mode/run_pull_mode.py     (make pull-mode)
@@ -63,7 +62,7 @@ def step(text):
 
 
 def run(argv, timeout=600, check=True, **kwargs):
-    result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kwargs)
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False, **kwargs)
     if check and result.returncode != 0:
         raise AssertionError("%s failed (rc %d)\nstdout:\n%s\nstderr:\n%s"
                              % (" ".join(argv), result.returncode, result.stdout[-6000:], result.stderr[-3000:]))

@@ -25,6 +25,22 @@ RUN_FLAGS = ["--cap-add", "SYS_ADMIN", "--cgroupns=host", "--security-opt", "sec
              "--network", "none", "--shm-size", "2g"]
 
 
+def make_readable(models: Path) -> list[str]:
+    """The service runs as user vllm: give the models' files read access for others.
+
+    save_pretrained writes model.safetensors 0600 (a temp file renamed); the lane's build is a
+    cache we own, so widening it to 0644 is safe. Returns the files changed.
+    """
+    changed = []
+    for p in Path(models).rglob("*"):
+        mode = p.stat().st_mode
+        want = mode | (0o055 if p.is_dir() else 0o044)
+        if want != mode:
+            p.chmod(want)
+            changed.append(str(p))
+    return changed
+
+
 def start_host(image: str, name: str, venv: Path, models: Path, timeout: float = 90) -> str:
     """Start one container; returns its name once systemd runs. The caller removes it."""
     mounts = []

@@ -64,6 +64,7 @@ def hosts(testbed_image, lane_venv, lane_models, lane_log_dir, lane_results):
     names = {"keep": f"specdec-lane-keep-{tag}", "revert": f"specdec-lane-revert-{tag}"}
     drafts = {"keep": "draft-prefix", "revert": "draft-unrelated"}
     started = []
+    rh.make_readable(lane_models)
     try:
         for host, name in names.items():
             started.append(rh.start_host(testbed_image, name, lane_venv, lane_models))

@@ -1,0 +1,64 @@
+"""What the rollout left on each simulated board (molecule verify, pytest-testinfra)."""
+import json
+
+import pytest
+
+EXPECTED = {
+    # host: (state status, verdict decision, speculative unit)
+    "thor-01": ("kept", "keep", True),
+    "agx-02": ("reverted", "revert", False),
+    "agx32-01": ("reverted", "revert", False),
+    "nano-01": ("refused", "refused", False),
+}
+STATE = "/var/lib/jetson-specdec/state.json"
+PROM = "/var/lib/node_exporter/textfile_collector/jetson_specdec.prom"
+
+
+@pytest.fixture()
+def expected(host):
+    return EXPECTED[host.backend.get_hostname()]
+
+
+@pytest.fixture()
+def state(host):
+    return json.loads(host.file(STATE).content_string)
+
+
+def test_state_file(host, state, expected):
+    status, decision, _spec = expected
+    assert host.file(STATE).mode == 0o644
+    assert state["status"] == status
+    assert state["verdict"]["decision"] == decision
+    assert len(state["config_hash"]) == 64
+    assert state["created_at"] and state["updated_at"]
+    if status in ("kept", "reverted"):
+        assert state["last_good"]["kind"] == ("candidate" if status == "kept" else "baseline")
+        assert state["benchmarks"]["baseline"]
+    if host.backend.get_hostname() == "agx32-01":
+        assert state["attempts"] and all(a["result"] == "failed" for a in state["attempts"])
+        assert state["verdict"]["flagged"] is True
+
+
+def test_lock_released(host):
+    assert not host.file("/var/lib/jetson-specdec/rollout.lock").exists
+
+
+def test_final_unit(host, expected):
+    text = host.file("/etc/systemd/system/vllm.service").content_string
+    assert ("--speculative-config" in text) is expected[2]
+
+
+def test_textfile_metrics(host, expected):
+    prom = host.file(PROM)
+    assert prom.exists and prom.mode == 0o644
+    text = prom.content_string
+    assert 'status="%s"' % expected[0] in text or expected[0] in text
+    assert expected[1] in text
+
+
+def test_service_healthy(host):
+    assert host.service("vllm").is_running
+    out = host.check_output(
+        "python3 -c \"import json,urllib.request;"
+        "print(json.load(urllib.request.urlopen('http://127.0.0.1:8000/v1/models',timeout=10))['data'][0]['id'])\"")
+    assert out.strip()

@@ -1,0 +1,71 @@
+"""Readiness probes and crash-loop detection of the vllm_wait module."""
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from ansible_collections.jetson.specdec.plugins.module_utils.vllm_health import (
+    http_get,
+    parse_systemctl_show,
+    served_models,
+    split_url,
+    unit_verdict,
+)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_GET(self):  # noqa: N802 (http.server API)
+        if self.path == "/v1/models" and self.headers.get("Authorization") != "Bearer k":
+            self.send_response(401)
+            self.end_headers()
+            return
+        body = json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture()
+def server():
+    httpd = HTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield "http://127.0.0.1:%d" % httpd.server_address[1]
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_http_get_with_and_without_the_key(server):
+    status, body = http_get(server, "/v1/models", api_key="k")
+    assert status == 200 and served_models(body) == ["m"]
+    assert http_get(server, "/v1/models")[0] == 401
+
+
+def test_http_get_to_a_closed_port_does_not_raise():
+    status, text = http_get("http://127.0.0.1:9", "/health", timeout=1.0)
+    assert status is None and text
+
+
+@pytest.mark.parametrize("url", ["https://x:1", "127.0.0.1:8000", "ftp://h/"])
+def test_split_url_refuses_non_http(url):
+    with pytest.raises(ValueError):
+        split_url(url)
+
+
+def test_served_models_rejects_other_shapes():
+    assert served_models("not json") is None
+    assert served_models('{"data": "x"}') is None
+
+
+def test_unit_verdict():
+    props = parse_systemctl_show("ActiveState=activating\nSubState=auto-restart\nNRestarts=5\nExecMainStatus=1\n")
+    assert unit_verdict(props, 5, 3) is None
+    assert "crash loop" in unit_verdict(props, 2, 3)
+    assert "failed" in unit_verdict({"ActiveState": "failed", "Result": "exit-code"}, 0, 3)
+    assert unit_verdict({"ActiveState": "active", "SubState": "running", "NRestarts": "0"}, 0, 3) is None
+    assert "inactive" in unit_verdict({"ActiveState": "inactive", "SubState": "dead"}, 0, 3)
