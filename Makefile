@@ -15,14 +15,14 @@ export ANSIBLE_COLLECTIONS_PATH := $(COLLECTIONS)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 STAGE := tests/stage.sh
-MOLECULE_SCENARIOS ?= facts vllm_server
+MOLECULE_SCENARIOS ?= facts vllm_server rollout
 
-.PHONY: help venv collection-path unit lint sanity testbed molecule real-lane test demo clean
+.PHONY: help venv collection-path unit lint sanity testbed molecule integration real-lane release-check test demo demo-down clean
 
 help:
 	@echo "make demo      run the rollout on an embedded simulated fleet and print the report"
 	@echo "make test      unit + lint + sanity + molecule + real vLLM lane (prints stage times)"
-	@echo "make unit | lint | sanity | molecule | real-lane | testbed | venv | clean"
+	@echo "make unit | lint | sanity | molecule | integration | real-lane | release-check | demo-down | clean"
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -72,8 +72,16 @@ molecule: venv collection-path testbed
 	  JETSON_SPECDEC_BOARD_IMAGE=$$(bash tests/testbed/testbed.sh board-image | tail -n1) \
 	  $(BIN)/molecule test -s $$s; done
 
+# Fleet-level tests on the test bed: rollout faults, canary, interruption, pull mode.
+integration: venv collection-path testbed
+	JETSON_SPECDEC_BOARD_IMAGE=$$(bash tests/testbed/testbed.sh board-image | tail -n1) \
+	  $(BIN)/pytest -q -p no:cacheprovider tests/rollout tests/pull_mode
+
 real-lane: venv collection-path
 	bash tests/vllm_lane/run_lane.sh
+
+release-check: venv
+	bash tests/release/release_check.sh
 
 test: venv collection-path
 	@rm -f .cache/stage-times.txt
@@ -81,11 +89,16 @@ test: venv collection-path
 	@$(STAGE) lint $(MAKE) --no-print-directory lint
 	@$(STAGE) sanity $(MAKE) --no-print-directory sanity
 	@$(STAGE) molecule $(MAKE) --no-print-directory molecule
+	@$(STAGE) integration $(MAKE) --no-print-directory integration
+	@$(STAGE) release-check $(MAKE) --no-print-directory release-check
 	@$(STAGE) real-lane $(MAKE) --no-print-directory real-lane
 	@echo; echo "Stage times:"; cat .cache/stage-times.txt
 
 demo: venv collection-path testbed
 	bash tests/demo/run_demo.sh
+
+demo-down:
+	python3 tests/testbed/fleet.py down tests/demo/fleet.json
 
 clean:
 	rm -rf build .cache/collections

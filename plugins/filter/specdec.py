@@ -15,27 +15,17 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.jetson.specdec.plugins.module_utils.spec_catalog import (
     fallback_ladder, fallback_next, select_speculation,
 )
+from ansible_collections.jetson.specdec.plugins.module_utils.plain_data import plain
 from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import (
     SpecConfigError, render_spec_config_json, systemd_command_line, systemd_quote, validate_model_ref,
     validate_served_name,
 )
 
 
-def _plain(value):
-    """Turn Ansible's tagged/lazy containers into plain dicts/lists (2.19 data tagging)."""
-    if isinstance(value, dict):
-        return dict((_plain(k), _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
-
-
 def _wrap(func, name):
     def filter_func(*args, **kwargs):
         try:
-            return func(*[_plain(a) for a in args], **dict((k, _plain(v)) for k, v in kwargs.items()))
+            return func(*[plain(a) for a in args], **dict((k, plain(v)) for k, v in kwargs.items()))
         except SpecConfigError as exc:
             raise AnsibleFilterError("jetson.specdec.%s: %s" % (name, exc))
     filter_func.__name__ = name

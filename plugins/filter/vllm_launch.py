@@ -9,6 +9,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
+from ansible_collections.jetson.specdec.plugins.module_utils.plain_data import plain
 from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import SpecConfigError
 from ansible_collections.jetson.specdec.plugins.module_utils.spec_rules import fallback_rungs, plan_launch
 from ansible_collections.jetson.specdec.plugins.module_utils.vllm_launch import (
@@ -18,24 +19,13 @@ from ansible_collections.jetson.specdec.plugins.module_utils.vllm_launch import 
 )
 
 
-def _plain(value):
-    """Plain dicts/lists/str for ansible-core 2.19 tagged values."""
-    if isinstance(value, dict):
-        return dict((_plain(k), _plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, str):
-        return str(value)
-    return value
-
-
 def vllm_launch_argv(opts, runtime="native"):
     """Validated argv of the launch unit for ``runtime`` (native or container)."""
     builders = {"native": native_argv, "container": container_argv}
     if runtime not in builders:
         raise AnsibleFilterError("jetson.specdec.vllm_launch_argv: runtime must be native or container, got %r" % (runtime,))
     try:
-        return builders[runtime](_plain(opts))
+        return builders[runtime](plain(opts))
     except SpecConfigError as exc:
         raise AnsibleFilterError("jetson.specdec.vllm_launch_argv: %s" % exc)
 
@@ -51,7 +41,7 @@ def _optional_int(value):
 
 def vllm_launch_plan(inputs):
     """The launch plan (speculative config, utilization, refusals) for a host."""
-    inputs = _plain(inputs)
+    inputs = plain(inputs)
     if not isinstance(inputs, dict):
         raise AnsibleFilterError("jetson.specdec.vllm_launch_plan takes a dict of inputs")
     for key in ("l4t_major", "k", "expected_concurrency", "max_spec_concurrency", "draft_tensor_parallel_size"):
@@ -67,7 +57,7 @@ def vllm_launch_plan(inputs):
 
 def spec_fallback_rungs(plan, catalog, target, drop=0.05):
     """Rungs of the startup fallback ladder for a planned speculative launch."""
-    return fallback_rungs(_plain(plan), _plain(catalog), target, drop)
+    return fallback_rungs(plain(plan), plain(catalog), target, drop)
 
 
 def vllm_failure_cause(log_text):

@@ -13,6 +13,7 @@
    runs, the state file and both textfiles are written with a verdict.
 5. A second start changes nothing: same state, changed=0 in the pull log, no
    benchmark, no restart of vLLM.
+6. pull_setup with pull_mode_state=absent removes units, script, inventory and checkout.
 
 JETSON_SPECDEC_BOARD_IMAGE overrides the board image; JETSON_SPECDEC_KEEP=1 keeps the
 container and the work folder for debugging.
@@ -143,11 +144,11 @@ def write_inventory(work):
     return path
 
 
-def setup_playbook(inventory):
+def setup_playbook(inventory, *extra):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".cache", "collections"),
                ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     result = run([os.path.join(VENV, "bin", "ansible-playbook"), "-i", inventory,
-                  os.path.join(REPO, "playbooks", "pull_setup.yml")], env=env, cwd=REPO)
+                  os.path.join(REPO, "playbooks", "pull_setup.yml")] + list(extra), env=env, cwd=REPO)
     return recap(result.stdout)["pull-thor-01"]
 
 
@@ -238,6 +239,16 @@ def main():
         pull_metrics = board_text(TEXTFILE_DIR + "/jetson_specdec_pull.prom")
         assert metric(pull_metrics, "jetson_specdec_pull_last_changed_tasks") == 0, pull_metrics
         print("second fire in %.0f s: changed=0, no benchmark, state and vLLM untouched" % took)
+
+        step("pull_mode_state=absent removes the timer (the state file stays)")
+        removed = setup_playbook(inventory, "-e", "pull_mode_state=absent")
+        assert removed["failed"] == 0 and removed["changed"] > 0, removed
+        for path in ("/etc/systemd/system/%s.timer" % UNIT, "/etc/systemd/system/%s.service" % UNIT,
+                     "/usr/local/sbin/jetson-specdec-pull", "/etc/jetson-specdec/pull-inventory",
+                     "/var/lib/jetson-specdec/pull"):
+            assert board("test", "-e", path, check=False).returncode != 0, "%s is still there" % path
+        assert board_text(STATE) == state_before, "removing pull mode touched the state file"
+        print("timer, service, script, inventory and checkout removed")
         print("\npull mode: PASS")
     finally:
         if keep:

@@ -47,7 +47,7 @@ def test_kept_host(fleet):
     assert state["last_good"]["kind"] == "candidate"
 
 
-@pytest.mark.parametrize("host,cause", [("ft-oom", "oom"), ("ft-reject", None), ("ft-crash", None),
+@pytest.mark.parametrize("host,cause", [("ft-oom", "out_of_memory"), ("ft-reject", None), ("ft-crash", None),
                                         ("ft-hang", None)])
 def test_faulty_candidate_is_reverted(fleet, host, cause):
     assert_serving(fleet, host, speculative=False)
