@@ -12,7 +12,7 @@ t1=$(date +%s)
 echo "lane: venv $venv, models $models (prepared in $((t1 - t0)) s)"
 rc=0
 JETSON_SPECDEC_REAL_VLLM=1 JETSON_SPECDEC_LANE_VENV="$venv" JETSON_SPECDEC_LANE_MODELS="$models" \
-    timeout "${JETSON_SPECDEC_LANE_TIMEOUT:-1500}" \
+    timeout "${JETSON_SPECDEC_LANE_TIMEOUT:-3600}" \
     "$REPO/.venv/bin/pytest" "$HERE" -q -s -p no:cacheprovider "$@" || rc=$?
 t2=$(date +%s)
 echo "lane: pytest rc=$rc in $((t2 - t1)) s; total lane time $((t2 - t0)) s ($(( (t2 - t0) / 60 )) min $(( (t2 - t0) % 60 )) s)"

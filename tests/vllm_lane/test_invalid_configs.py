@@ -28,11 +28,24 @@ def _cases(models: Path):
     }
 
 
-@pytest.mark.parametrize("case", ["negative_k", "unknown_method", "missing_draft_dir",
-                                  "malformed_json"])
-def test_invalid_config_fails(case, lane_venv, lane_models, lane_results):
-    spec, want_rc, want_text = _cases(lane_models)[case]
-    r = lane.run_expect_failure(lane_venv, lane_models / "target", spec)
+CASES = ["negative_k", "unknown_method", "missing_draft_dir", "malformed_json"]
+
+
+@pytest.fixture(scope="module")
+def outcomes(lane_venv, lane_models):
+    """All four refusals at once: each is a vLLM import and a config check, not a server."""
+    from concurrent.futures import ThreadPoolExecutor
+    cases = _cases(lane_models)
+    with ThreadPoolExecutor(max_workers=len(CASES)) as pool:
+        futures = {c: pool.submit(lane.run_expect_failure, lane_venv, lane_models / "target",
+                                  cases[c][0]) for c in CASES}
+        return {c: f.result() for c, f in futures.items()}
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_invalid_config_fails(case, outcomes, lane_models, lane_results):
+    _spec, want_rc, want_text = _cases(lane_models)[case]
+    r = outcomes[case]
     lane_results[f"invalid:{case}"] = {"start_s": round(r["seconds"], 1), "rc": r["rc"]}
     tail = "\n".join(r["output"].splitlines()[-25:])
     print(f"\n[lane] invalid {case}: rc={r['rc']} after {r['seconds']:.1f} s")

@@ -5,10 +5,10 @@ import pytest
 
 EXPECTED = {
     # host: (state status, verdict decision, speculative unit)
-    "thor-01": ("kept", "keep", True),
-    "agx-02": ("reverted", "revert", False),
-    "agx32-01": ("reverted", "revert", False),
-    "nano-01": ("refused", "refused", False),
+    "rollout-thor-01": ("kept", "keep", True),
+    "rollout-agx-02": ("reverted", "revert", False),
+    "rollout-agx32-01": ("reverted", "revert", False),
+    "rollout-nano-01": ("refused", "refused", False),
 }
 STATE = "/var/lib/jetson-specdec/state.json"
 PROM = "/var/lib/node_exporter/textfile_collector/jetson_specdec.prom"
@@ -34,7 +34,7 @@ def test_state_file(host, state, expected):
     if status in ("kept", "reverted"):
         assert state["last_good"]["kind"] == ("candidate" if status == "kept" else "baseline")
         assert state["benchmarks"]["baseline"]
-    if host.backend.get_hostname() == "agx32-01":
+    if host.backend.get_hostname() == "rollout-agx32-01":
         assert state["attempts"] and all(a["result"] == "failed" for a in state["attempts"])
         assert state["verdict"]["flagged"] is True
 

@@ -1,0 +1,19 @@
+"""pytest entry of the pull-mode test (`make integration` runs tests/pull_mode).
+
+The scenario is tests/pull_mode/run_pull_mode.py (also runnable on its own); it needs the
+test bed (Docker engine and board image, JETSON_SPECDEC_BOARD_IMAGE or testbed.sh).
+"""
+import importlib.util
+import os
+
+
+def _scenario():
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "run_pull_mode.py")
+    spec = importlib.util.spec_from_file_location("run_pull_mode", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pull_mode_timer_rollout_and_idempotent_second_fire():
+    _scenario().main()
