@@ -6,6 +6,7 @@
 #   testbed.sh image         build or reuse the systemd base image; prints its tag last
 #   testbed.sh board-image   build or reuse the board image (base + vLLM stand-in); prints its tag last
 #   testbed.sh all           engine + base image + board image
+#   testbed.sh mirror        print the apt mirror the base image is built from
 #
 # Idempotent: images are tagged with a hash of what goes into them, so a second
 # run only checks that the tags exist (seconds).
@@ -59,14 +60,14 @@ apt_mirror() {
     if [ -n "${JETSON_SPECDEC_APT_MIRROR:-}" ]; then
         echo "$JETSON_SPECDEC_APT_MIRROR"; return
     fi
-    local uri=""
-    if compgen -G "/etc/apt/sources.list.d/*.sources" >/dev/null; then
-        uri=$(awk '/^URIs:/ {print $2}' /etc/apt/sources.list.d/*.sources | grep -v -- '-security' | head -n 1 || true)
+    local uri="" etc="${JETSON_SPECDEC_APT_ETC:-/etc/apt}"   # JETSON_SPECDEC_APT_ETC: for tests
+    if compgen -G "$etc/sources.list.d/*.sources" >/dev/null; then
+        uri=$(awk '/^URIs:/ {print $2}' "$etc"/sources.list.d/*.sources | grep -v -- '-security' | head -n 1 || true)
     fi
-    if [ -z "$uri" ] && [ -f /etc/apt/sources.list ]; then
-        uri=$(awk '$1 == "deb" {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; exit}}' /etc/apt/sources.list | grep -v -- '-security' | head -n 1 || true)
+    if [ -z "$uri" ] && [ -f "$etc/sources.list" ]; then
+        uri=$(awk '$1 == "deb" {for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) {print $i; exit}}' "$etc/sources.list" | grep -v -- '-security' | head -n 1 || true)
     fi
-    [ -n "$uri" ] || die "no apt mirror found in /etc/apt/sources.list.d/*.sources or /etc/apt/sources.list; set JETSON_SPECDEC_APT_MIRROR=<mirror URL>"
+    [ -n "$uri" ] || die "no apt mirror found in $etc/sources.list.d/*.sources or $etc/sources.list; set JETSON_SPECDEC_APT_MIRROR=<mirror URL>"
     echo "$uri"
 }
 
@@ -143,7 +144,8 @@ DOCKERFILE
 case "${1:-all}" in
     engine) cmd_engine ;;
     image) cmd_image ;;
+    mirror) apt_mirror ;;
     board-image) cmd_board_image ;;
     all) cmd_engine; cmd_board_image ;;
-    *) die "usage: $0 engine|image|board-image|all" ;;
+    *) die "usage: $0 engine|image|board-image|all|mirror" ;;
 esac
