@@ -1,7 +1,9 @@
 """The test-bed script explains a bad environment in one sentence, not a stack trace."""
 import os
+import pathlib
 import shutil
 import subprocess
+import tempfile
 
 import pytest
 
@@ -43,8 +45,11 @@ def test_no_mirror_is_one_clear_message(tmp_path):
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to drop to nobody")
-def test_no_docker_and_no_root_is_one_clear_message(tmp_path):
-    bare = tmp_path / "bin"
+def test_no_docker_and_no_root_is_one_clear_message():
+    # The unprivileged user must be able to traverse the folder (pytest's tmp_path is 0700).
+    top = tempfile.mkdtemp(prefix="specdec-nodocker-")
+    os.chmod(top, 0o755)
+    bare = pathlib.Path(top) / "bin"
     bare.mkdir()
     for tool in ("bash", "id", "cat", "sed", "awk", "sha256sum", "cut", "grep", "head", "seq", "sleep", "mkdir",
                  "dirname", "printf", "env"):
@@ -53,6 +58,7 @@ def test_no_docker_and_no_root_is_one_clear_message(tmp_path):
             os.symlink(found, str(bare / tool))
     result = run(["engine"], {"PATH": str(bare)},
                  prefix=(shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups"))
+    shutil.rmtree(top)
     assert result.returncode == 2
     assert "no Docker engine and not root" in result.stderr
     assert result.stderr.count("\n") == 1
