@@ -110,27 +110,15 @@ def lane_build_sim(models: Path, draft: str) -> float:
     return build["simulated_acceptance"][draft]["acceptance_rate"]
 
 
-SPEED_RULES = {
-    # config: (predicate on tok/s ratio to baseline, description)
-    "prefix": (lambda x: x >= 1.5, "at least 1.5x the baseline"),
-    "unrelated": (lambda x: x <= 0.75, "at most 0.75x the baseline"),
-}
-
-
 def test_speed_against_baseline(served, lane_results):
-    if served.name not in SPEED_RULES:
-        pytest.skip(f"{served.name}: tok/s recorded, no speed rule")
+    """Recorded, not judged: the rollout in test_role_rollout.py judges speed (prefix, unrelated)."""
     base = (lane_results.get("baseline") or {}).get("tok_s")
-    if not base:
-        pytest.skip("baseline was not measured in this run")
+    if served.name == "baseline" or not base:
+        pytest.skip("the baseline itself, or no baseline measured in this run")
     tok_s = lane_results[served.name].get("tok_s")
     assert tok_s, "benchmark of this config did not run"
-    ratio = tok_s / base
-    lane_results[served.name]["vs_baseline"] = round(ratio, 2)
-    rule, text = SPEED_RULES[served.name]
-    print(f"\n[lane] {served.name}: {tok_s:.1f} tok/s vs baseline {base:.1f} = {ratio:.2f}x "
-          f"(expected {text})")
-    assert rule(ratio), f"{served.name}: {ratio:.2f}x the baseline, expected {text}"
+    lane_results[served.name]["vs_baseline"] = round(tok_s / base, 2)
+    print(f"\n[lane] {served.name}: {tok_s:.1f} tok/s vs baseline {base:.1f} = {tok_s / base:.2f}x")
 
 
 def test_endpoint_contract_matches_simulator(served, lane_results, tmp_path):
