@@ -104,7 +104,7 @@ class Fleet(object):
             handle.write(" ".join(self.command(playbook, *args, **extra_vars)) + "\n")
             handle.flush()
             proc = subprocess.run(self.command(playbook, *args, **extra_vars), cwd=REPO, env=self.env(),
-                                  stdout=handle, stderr=subprocess.STDOUT, text=True, timeout=1800)
+                                  stdout=handle, stderr=subprocess.STDOUT, text=True, timeout=1800, check=False)
         with open(log) as handle:
             output = handle.read()
         return proc.returncode, output, time.time() - start
@@ -147,7 +147,7 @@ class Fleet(object):
                   "r=urllib.request.urlopen('http://127.0.0.1:8000/v1/models',timeout=10)\n"
                   "print(json.dumps([m['id'] for m in json.load(r)['data']]))\n")
         proc = subprocess.run(["docker", "exec", self.container(host), "python3", "-c", script],
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, timeout=60, check=False)
         return json.loads(proc.stdout) if proc.returncode == 0 else None
 
     def prom(self, host):
@@ -176,7 +176,7 @@ def recap(output):
             seen = True
             continue
         if seen and ":" in line and "=" in line:
-            host, _, rest = line.partition(":")
+            host, dummy, rest = line.partition(":")
             out[host.strip()] = dict((k, int(v)) for k, v in (kv.split("=") for kv in rest.split()))
         elif seen and not line.strip() and out:
             break

@@ -20,7 +20,7 @@ def main_pid(fleet, host):
 @pytest.fixture(scope="module")
 def fleet(make_fleet):
     fleet = make_fleet(PREFIX, BOARDS)
-    rc, out, _ = fleet.run("playbooks/deploy.yml", vllm_server_speculation=False)
+    rc, out, dummy = fleet.run("playbooks/deploy.yml", vllm_server_speculation=False)
     assert rc == 0, out[-3000:]
     fleet.pids = dict((h, main_pid(fleet, h)) for h in OTHERS)
     fleet.units = dict((h, fleet.unit(h)) for h in OTHERS)
@@ -30,7 +30,7 @@ def fleet(make_fleet):
 
 
 def test_rollout_stops_after_the_canary(fleet):
-    rc, out, _ = fleet.result
+    rc, out, dummy = fleet.result
     assert rc != 0
     rec = recap(out)
     assert rec["fc-canary"]["failed"] == 1
@@ -58,7 +58,7 @@ def test_other_hosts_untouched(fleet, host):
 
 
 def test_report_rebuilt_from_the_spool(fleet):
-    rc, out, _ = fleet.run("playbooks/report.yml", rollout_run_id="canary")
+    rc, out, dummy = fleet.run("playbooks/report.yml", rollout_run_id="canary")
     assert rc == 0, out[-3000:]
     rows = fleet.report_rows("canary")
     assert rows["fc-canary"]["status"] == "failed"

@@ -32,7 +32,7 @@ def fleet(make_fleet):
 
 
 def test_first_run_finishes_with_only_the_unreachable_host_failing(fleet):
-    rc, out, _ = fleet.first
+    rc, out, dummy = fleet.first
     rec = recap(out)
     # a stopped container under the docker connection fails its first task (ssh would be unreachable)
     assert rec["ft-gone"]["unreachable"] + rec["ft-gone"]["failed"] == 1
@@ -91,7 +91,7 @@ def test_check_mode_changes_nothing(fleet):
     pids = dict((h, fleet.sh(h, "systemctl show -p MainPID --value vllm").stdout.strip()) for h in REACHABLE)
     units = dict((h, fleet.unit(h)) for h in REACHABLE)
     states = dict((h, fleet.state(h)) for h in REACHABLE)
-    rc, out, _ = fleet.run("playbooks/rollout.yml", "--check", rollout_force=True, rollout_run_id="check")
+    rc, out, dummy = fleet.run("playbooks/rollout.yml", "--check", rollout_force=True, rollout_run_id="check")
     rec = recap(out)
     for host in REACHABLE:
         assert rec[host]["failed"] == 0, out[-3000:]

@@ -43,7 +43,7 @@ def test_killed_run_leaves_a_pending_host_and_its_lock(fleet):
 def test_rerun_refuses_a_fresh_foreign_lock(fleet):
     time.sleep(3)  # let a half-started candidate settle; the re-run must not touch it
     unit = fleet.unit(HOST)
-    rc, out, _ = fleet.run("playbooks/rollout.yml", rollout_run_id="blocked")
+    rc, out, dummy = fleet.run("playbooks/rollout.yml", rollout_run_id="blocked")
     assert rc != 0
     assert recap(out)[HOST]["failed"] == 1
     assert "rollout_break_lock=true" in out
@@ -53,7 +53,7 @@ def test_rerun_refuses_a_fresh_foreign_lock(fleet):
 
 
 def test_rerun_with_break_lock_resolves_the_pending_host(fleet):
-    rc, out, _ = fleet.run("playbooks/rollout.yml", rollout_run_id="resolved", rollout_break_lock=True)
+    rc, out, dummy = fleet.run("playbooks/rollout.yml", rollout_run_id="resolved", rollout_break_lock=True)
     assert rc == 0, out[-4000:]
     state = fleet.state(HOST)
     assert state["status"] in ("kept", "reverted"), state
