@@ -7,6 +7,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import json
+import re
 import socket
 
 try:
@@ -77,3 +78,22 @@ def unit_verdict(props, restarts_at_start, crash_loop_restarts):
     if state == "inactive" and props.get("SubState") == "dead":
         return "the unit is not running (inactive)"
     return None
+
+
+# How many journal lines of one start are read; vLLM's shutdown can print hundreds.
+JOURNAL_SCAN_LINES = 5000
+# Lines that drown the real error: nanobind's leak report at interpreter exit.
+_NOISE = re.compile(r"nanobind: leaked|leaked (function|instance|type)|leaked \d+ (instances|types|functions)")
+# Lines that state why a start failed (vLLM's errors and systemd's verdicts).
+_CAUSE_LINE = re.compile(r"(?i)(error|exception|invalid repository|is larger than|less than desired|"
+                         r"out of memory|input should|is greater than)")
+
+
+def drop_noise(lines):
+    """The journal lines without known noise."""
+    return [line for line in lines if not _NOISE.search(line)]
+
+
+def cause_lines(lines, limit=12):
+    """The first few lines that say why a start failed, in order."""
+    return [line for line in lines if _CAUSE_LINE.search(line)][:limit]

@@ -48,7 +48,7 @@ options:
     type: int
     default: 3
   journal_lines:
-    description: How many journal lines to return on failure.
+    description: How many journal lines to return in RV(journal) on failure (the cause is classified from the whole journal of the start).
     type: int
     default: 60
 """
@@ -91,6 +91,9 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.jetson.specdec.plugins.module_utils.vllm_health import (
+    JOURNAL_SCAN_LINES,
+    cause_lines,
+    drop_noise,
     http_get,
     parse_systemctl_show,
     served_models,
@@ -110,14 +113,15 @@ def unit_props(module, service):
     return parse_systemctl_show(out) if rc == 0 else {}
 
 
-def journal_tail(module, service, lines, since):
+def journal_since(module, service, since):
+    """Every journal line of the unit since the wait began (bounded), without known noise."""
     journalctl = module.get_bin_path("journalctl")
     if not journalctl:
         return []
-    cmd = [journalctl, "-u", service, "-n", str(lines), "--no-pager", "-o", "cat",
+    cmd = [journalctl, "-u", service, "-n", str(JOURNAL_SCAN_LINES), "--no-pager", "-o", "cat",
            "--since", "@%d" % int(since)]
     rc, out, dummy = module.run_command(cmd)
-    return out.splitlines() if rc == 0 else []
+    return drop_noise(out.splitlines()) if rc == 0 else []
 
 
 def main():
@@ -171,14 +175,17 @@ def main():
         if why is None and time.time() + p["interval"] > deadline:
             why = "no healthy answer within %d s (last: %s)" % (p["timeout"], last)
         if why:
-            journal = journal_tail(module, p["service"], p["journal_lines"], start - 5) if p["service"] else []
+            # vLLM's own error may sit far above the last lines (shutdown noise follows it),
+            # so the whole journal of this start is classified and its error lines quoted.
+            journal = journal_since(module, p["service"], start - 5) if p["service"] else []
             cause = classify_failure("\n".join(journal)) if journal else "unknown"
             if cause == "unknown" and "within" in why:
                 cause = "health_timeout"
+            quoted = cause_lines(journal) + journal[-10:]
             module.fail_json(
                 msg="vLLM at %s did not become ready: %s. Cause: %s.%s" % (
-                    p["url"], why, cause, (" Last log lines:\n" + "\n".join(journal[-15:])) if journal else ""),
-                cause=cause, journal=journal, elapsed=round(time.time() - start, 1))
+                    p["url"], why, cause, (" Log:\n" + "\n".join(quoted)) if quoted else ""),
+                cause=cause, journal=journal[-p["journal_lines"]:], elapsed=round(time.time() - start, 1))
         time.sleep(p["interval"])
 
 

@@ -70,8 +70,8 @@ def content_hash() -> str:
 def corpus(n_lines: int = 20000) -> list[str]:
     rng = random.Random(SEED)
     lines = list(PROMPTS)
-    for _ in range(n_lines):
-        lines.append(" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 20))) + ".")
+    for dummy in range(n_lines):
+        lines.append(" ".join(rng.choice(WORDS) for dummy in range(rng.randint(6, 20))) + ".")
     return lines
 
 
@@ -153,7 +153,7 @@ def greedy_trajectories(target, tokenizer) -> list[tuple[int, list[int]]]:
         ids = tokenizer(prompt, return_tensors="pt").input_ids
         past, seq, cur = None, ids[0].tolist(), ids
         with torch.no_grad():
-            for _ in range(MAX_TOKENS):
+            for dummy in range(MAX_TOKENS):
                 res = target(input_ids=cur, past_key_values=past, use_cache=True)
                 past = res.past_key_values
                 nxt = int(res.logits[0, -1].argmax())
@@ -236,7 +236,7 @@ def build(out: Path) -> dict:
     with torch.no_grad():
         prefix.lm_head.weight.copy_(base + best["noise_scale"] * base.std() * noise)
     save(prefix, tokenizer, out / "draft-perturbed")
-    sims["draft-perturbed"] = {k: v for k, v in best.items()}
+    sims["draft-perturbed"] = dict(best.items())
 
     shutil.rmtree(tok_dir)
     return {

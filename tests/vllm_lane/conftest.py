@@ -26,7 +26,7 @@ _T0 = time.monotonic()
 
 
 def _last_line(cmd: list[str], timeout: float, env=None) -> str:
-    res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, check=False)
     if res.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed rc={res.returncode}:\n{res.stderr[-4000:]}")
     return res.stdout.strip().splitlines()[-1]

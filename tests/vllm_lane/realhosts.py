@@ -126,7 +126,7 @@ def ansible_playbook(inventory: Path, playbook: Path, extra_vars: dict, *, log: 
     with open(log, "w") as fh:
         try:
             res = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env,
-                                 timeout=timeout, cwd=str(REPO))
+                                 timeout=timeout, cwd=str(REPO), check=False)
             rc = res.returncode
         except subprocess.TimeoutExpired:
             rc = None

@@ -55,7 +55,7 @@ ROLLOUT = REPO / "playbooks" / "rollout.yml"
 @pytest.fixture(scope="module")
 def testbed_image() -> str:
     res = subprocess.run(["bash", str(REPO / "tests" / "testbed" / "testbed.sh"), "image"],
-                         capture_output=True, text=True, timeout=900)
+                         capture_output=True, text=True, timeout=900, check=False)
     assert res.returncode == 0, f"testbed.sh image failed:\n{res.stderr[-3000:]}"
     return res.stdout.strip().splitlines()[-1]
 
@@ -252,14 +252,5 @@ def test_role_rejected_config_fails_with_vllms_message(hosts):
     for words in vllm_words:
         assert words in journal, f"{words!r} not in the unit's journal"
     in_task = all(w in failure["msg"] for w in vllm_words)
-    if failure["cause"] != "rejected_speculative_config" or not in_task:
-        noise = sum("leaked function" in line for line in journal.splitlines())
-        if failure["cause"] == "unknown" and noise:
-            # Known collection bug (reported to the lead): vllm_wait classifies and quotes only
-            # the journal's last lines (journalctl -n 60), and every vLLM exit ends with
-            # hundreds of nanobind "leaked function" lines (triton's bindings at interpreter
-            # shutdown), which push vLLM's error out of the window.
-            pytest.xfail(f"vllm_wait cause {failure['cause']!r}, vLLM's message in the task: "
-                         f"{in_task}; the journal's tail is {noise} nanobind leak lines")
     assert failure["cause"] == "rejected_speculative_config", failure["msg"][-2000:]
     assert in_task, failure["msg"][-2000:]

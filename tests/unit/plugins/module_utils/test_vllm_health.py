@@ -6,6 +6,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from ansible_collections.jetson.specdec.plugins.module_utils.vllm_health import (
+    cause_lines,
+    drop_noise,
     http_get,
     parse_systemctl_show,
     served_models,
@@ -69,3 +71,13 @@ def test_unit_verdict():
     assert "failed" in unit_verdict({"ActiveState": "failed", "Result": "exit-code"}, 0, 3)
     assert unit_verdict({"ActiveState": "active", "SubState": "running", "NRestarts": "0"}, 0, 3) is None
     assert "inactive" in unit_verdict({"ActiveState": "inactive", "SubState": "dead"}, 0, 3)
+
+
+def test_noise_is_dropped_and_the_cause_lines_are_kept():
+    lines = (["INFO starting"] + ["ValueError: 1 validation error for SpeculativeConfig"]
+             + ["nanobind: leaked 12 instances!", ' - leaked function "triton::foo"'] * 150
+             + ["vllm.service: Failed with result 'exit-code'."])
+    kept = drop_noise(lines)
+    assert len(kept) == 3
+    assert cause_lines(kept) == ["ValueError: 1 validation error for SpeculativeConfig"]
+    assert cause_lines(["Value error, User-specified max_model_len (4096) is greater than the derived"]) != []
