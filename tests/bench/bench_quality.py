@@ -21,7 +21,7 @@ exit status for CI.
 Run from the repository root:
   .venv/bin/python tests/bench/bench_quality.py --items 2,3,4
   .venv/bin/python tests/bench/bench_quality.py --items 1 --real-url http://127.0.0.1:8011 \
-      --vllm-bin tests/vllm_lane/.venv/bin/vllm --tokenizer <model dir>
+      --vllm-bin "$(bash tests/vllm_lane/setup_venv.sh | tail -1)/bin/vllm" --tokenizer <models dir>/target
 """
 import argparse
 import json
@@ -255,20 +255,33 @@ def item1(args):
         raise SystemExit("item 1 needs --real-url and --vllm-bin (and usually --tokenizer)")
     model = args.real_model
     rounds = {"ours": [], "ref": []}
+
+    def run_ours(r, conc):
+        run, dummy, cpu, res = ours(args.real_url, conc, args.real_prompts, args.real_input_len,
+                                    args.real_output_len, args.real_warmup, seed=r)
+        rounds["ours"].append({"round": r, "concurrency": conc, "tpot": run["tpot_ms_p50"],
+                               "ttft": run["ttft_ms_p50"], "tput": run["throughput_tok_s"],
+                               "cpu_s": cpu, "tokens": run["output_tokens"]})
+        return res["server"]["model"]
+
+    def run_ref(r, conc, model):
+        data, rcpu = vllm_bench_serve(args.vllm_bin, args.real_url, model, args.tokenizer, conc,
+                                      args.real_prompts, args.real_input_len,
+                                      args.real_output_len, args.real_warmup, seed=r)
+        rounds["ref"].append({"round": r, "concurrency": conc, "tpot": data["median_tpot_ms"],
+                              "ttft": data["median_ttft_ms"], "tput": data["output_throughput"],
+                              "cpu_s": rcpu, "tokens": data["total_output_tokens"]})
+
     for r in range(3):
         for conc in args.real_concurrency:
-            run, _sd, cpu, res = ours(args.real_url, conc, args.real_prompts, args.real_input_len,
-                                      args.real_output_len, args.real_warmup, seed=r)
-            model = model or res["server"]["model"]
-            rounds["ours"].append({"round": r, "concurrency": conc, "tpot": run["tpot_ms_p50"],
-                                   "ttft": run["ttft_ms_p50"], "tput": run["throughput_tok_s"],
-                                   "cpu_s": cpu, "tokens": run["output_tokens"]})
-            data, rcpu = vllm_bench_serve(args.vllm_bin, args.real_url, model, args.tokenizer, conc,
-                                          args.real_prompts, args.real_input_len,
-                                          args.real_output_len, args.real_warmup, seed=r)
-            rounds["ref"].append({"round": r, "concurrency": conc, "tpot": data["median_tpot_ms"],
-                                  "ttft": data["median_ttft_ms"], "tput": data["output_throughput"],
-                                  "cpu_s": rcpu, "tokens": data["total_output_tokens"]})
+            # Alternate which client goes first, so warm caches and drifting load favour neither.
+            if r % 2 == 0:
+                served = run_ours(r, conc)
+                model = model or served
+                run_ref(r, conc, model)
+            else:
+                run_ref(r, conc, model)
+                run_ours(r, conc)
             log("item1 round %d c=%d ours %s ref %s" % (r, conc, rounds["ours"][-1], rounds["ref"][-1]))
     out = {"rounds": rounds, "compare": {}}
     ok = True
