@@ -141,8 +141,8 @@ def decision_label(row):
     return label
 
 
-TABLE_HEADER = ("Host", "Decision", "c1 tok/s before → after", "c1 gain", "TPOT p50 ms before → after",
-                "TPOT drop", "c8 tok/s before → after", "Acceptance")
+TABLE_HEADER = ("Host", "Decision", "c1 tok/s baseline → speculative", "c1 gain", "TPOT p50 ms baseline → speculative",
+                "TPOT drop", "c8 tok/s baseline → speculative", "Acceptance")
 
 
 def table_cells(row):
@@ -220,7 +220,9 @@ def render_markdown(report, title="jetson.specdec fleet report"):
         lines += ["## Unreachable or failed hosts", ""]
         lines += _md_table(("Host", "Status", "Error"), problems)
         lines.append("")
-    lines.append("Medians leave out failed and unreachable hosts. ⚑ marks a result that needs a human look.")
+    lines.append("Numbers are the baseline (speculation off) and the speculative candidate as measured; the Decision column "
+                 "says which of the two the host serves now. Medians leave out failed and unreachable hosts. "
+                 "⚑ marks a result that needs a human look.")
     return "\n".join(lines) + "\n"
 
 

@@ -148,8 +148,8 @@ def draw_chart(series):
                                (axes[1], "tok_s", "Throughput at concurrency 1 (tok/s)")):
             before = [s[key + "_before"] or 0 for s in series]
             after = [s[key + "_after"] or 0 for s in series]
-            ax.bar([p - width / 2 for p in pos], before, width, label="before")
-            ax.bar([p + width / 2 for p in pos], after, width, label="after")
+            ax.bar([p - width / 2 for p in pos], before, width, label="before: baseline, speculation off")
+            ax.bar([p + width / 2 for p in pos], after, width, label="after: with speculation (candidate)")
             ax.set_title(title)
             ax.set_xticks(pos)
             ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
