@@ -15,6 +15,7 @@ from pathlib import Path
 import lane
 
 HERE = Path(__file__).resolve().parent
+CHAT_TEMPLATE = "/etc/specdec-lane/chat_template.jinja"
 REPO = HERE.parents[1]
 API_KEY = "lane-secret-key"
 PORT = 8000
@@ -46,6 +47,9 @@ def start_host(image: str, name: str, venv: Path, models: Path, timeout: float =
     mounts = []
     for p in (venv, lane.venv_base_prefix(venv), models, REPO / "tests"):
         mounts += ["-v", f"{p}:{p}:ro"]
+    # The unit runs with PrivateTmp=yes, so a checkout under /tmp is invisible to the
+    # service: the chat template gets a path of its own.
+    mounts += ["-v", f"{HERE / 'chat_template.jinja'}:{CHAT_TEMPLATE}:ro"]
     lane.docker("rm", "-f", name, timeout=60, check=False)
     lane.docker("run", "-d", "--name", name, "--hostname", name, *RUN_FLAGS, *mounts, image,
                 "/lib/systemd/systemd", timeout=120)
@@ -93,7 +97,7 @@ def host_vars(name: str, venv: Path, models: Path, draft: str | None) -> dict:
         "vllm_server_enforce_eager": True,
         "vllm_server_gpu_memory_utilization": 0.75,
         "vllm_server_environment": server_env(),
-        "vllm_server_extra_args": ["--chat-template", str(HERE / "chat_template.jinja")],
+        "vllm_server_extra_args": ["--chat-template", CHAT_TEMPLATE],
         "vllm_server_api_key": API_KEY,
         "vllm_server_port": PORT,
         "vllm_server_health_timeout": 300,
