@@ -13,7 +13,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.jetson.specdec.plugins.module_utils.spec_catalog import (
-    fallback_ladder, fallback_next, select_speculation,
+    select_speculation,
 )
 from ansible_collections.jetson.specdec.plugins.module_utils.plain_data import plain
 from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import (
@@ -49,14 +49,6 @@ def _spec_catalog_select(catalog, target, family_board=None, preferred_method="e
     return select_speculation(catalog, target, preferred_method, family_board)
 
 
-def _spec_fallback_ladder(catalog, target, family_board, gpu_memory_utilization):
-    return fallback_ladder(catalog, target, family_board, gpu_memory_utilization)
-
-
-def _spec_fallback_next(attempts, ladder):
-    return fallback_next(ladder, attempts)
-
-
 class FilterModule(object):
     """jetson.specdec filters."""
 
@@ -67,6 +59,4 @@ class FilterModule(object):
             "systemd_command_line": _wrap(systemd_command_line, "systemd_command_line"),
             "spec_model_ref": _wrap(_spec_model_ref, "spec_model_ref"),
             "spec_catalog_select": _wrap(_spec_catalog_select, "spec_catalog_select"),
-            "spec_fallback_ladder": _wrap(_spec_fallback_ladder, "spec_fallback_ladder"),
-            "spec_fallback_next": _wrap(_spec_fallback_next, "spec_fallback_next"),
         }

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 jetson.specdec contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Pick a speculation method from the model catalog, and walk the fallback ladder.
+"""Pick a speculation method from the model catalog.
 
 Standard library only, Python 3.8+.  The catalog is the role variable
 ``vllm_server_model_catalog`` (roles/vllm_server/defaults/main/catalog.yml):
@@ -38,7 +38,6 @@ _START_K = {
 PREFERRED_METHODS = ("eagle3", "draft_model", "off")
 
 # Skill: "Drop --gpu-memory-utilization by ~0.05 vs the non-speculative baseline".
-LADDER_STEP = 0.05
 # jetson-inference-mem-tune recommend.py MIN_GPU_UTIL.
 MIN_UTILIZATION = 0.30
 
@@ -164,75 +163,3 @@ def catalog_model_facts(catalog, model):
                     return {"weight_bytes": item.get("weight_bytes"),
                             "kv_bytes_per_token": item.get("kv_bytes_per_token")}
     return None
-
-
-# --- fallback ladder -------------------------------------------------------------------------
-
-def _round_util(value):
-    return round(value + 1e-9, 2)
-
-
-def fallback_ladder(catalog, target, family_board, gpu_memory_utilization, step=LADDER_STEP,
-                    min_utilization=MIN_UTILIZATION):
-    """Return the ordered rungs to try after a failed start.
-
-    eagle3 at util -> eagle3 at util-step -> draft_model at util-step -> off at util.
-    ``gpu_memory_utilization`` is the speculative starting value.  Rungs the catalog
-    cannot fill (no head, no draft) or whose utilization would drop below
-    ``min_utilization`` are left out.  The last rung is always speculation off.
-    """
-    if isinstance(gpu_memory_utilization, bool) or not isinstance(gpu_memory_utilization, (int, float)):
-        raise SpecConfigError("gpu_memory_utilization must be a number, got %r" % (gpu_memory_utilization,))
-    util = _round_util(gpu_memory_utilization)
-    lower = _round_util(gpu_memory_utilization - step)
-    rungs = []
-    eagle = select_speculation(catalog, target, "eagle3", family_board)
-    if eagle["method"] == "eagle3":
-        rungs.append({"method": "eagle3", "model": eagle["model"], "gpu_memory_utilization": util,
-                      "num_speculative_tokens": eagle["num_speculative_tokens"]})
-        if lower >= min_utilization:
-            rungs.append({"method": "eagle3", "model": eagle["model"], "gpu_memory_utilization": lower,
-                          "num_speculative_tokens": eagle["num_speculative_tokens"]})
-    draft = select_speculation(catalog, target, "draft_model", family_board)
-    if draft["method"] == "draft_model" and lower >= min_utilization:
-        rungs.append({"method": "draft_model", "model": draft["model"], "gpu_memory_utilization": lower,
-                      "num_speculative_tokens": draft["num_speculative_tokens"]})
-    rungs.append({"method": None, "model": None, "gpu_memory_utilization": util, "num_speculative_tokens": None})
-    for index, rung in enumerate(rungs):
-        rung["rung"] = index
-    return rungs
-
-
-def _same_rung(rung, attempt):
-    return (rung["method"] == attempt.get("method") and rung["model"] == attempt.get("model")
-            and abs(rung["gpu_memory_utilization"] - float(attempt.get("gpu_memory_utilization") or 0)) < 0.005)
-
-
-def fallback_next(ladder, attempts):
-    """Given the ladder and the attempts so far, say what to do next.
-
-    ``attempts`` is a list of {method, model, gpu_memory_utilization, ok}.  Returns
-    {done, rung, reason}: ``done`` true with the succeeded rung when the last
-    attempt worked, true with rung None when every rung failed, otherwise false with
-    the first rung not yet tried.
-    """
-    if not isinstance(ladder, list) or not ladder:
-        raise SpecConfigError("ladder must be the non-empty list returned by fallback_ladder")
-    if not isinstance(attempts, list):
-        raise SpecConfigError("attempts must be a list of {method, model, gpu_memory_utilization, ok}")
-    for attempt in attempts:
-        if not isinstance(attempt, dict) or not isinstance(attempt.get("ok"), bool):
-            raise SpecConfigError("each attempt needs a boolean 'ok', got %r" % (attempt,))
-    if attempts and attempts[-1]["ok"]:
-        last = attempts[-1]
-        return {"done": True, "rung": dict(last), "reason": "the last attempt (%s at %s) started"
-                % (last.get("method") or "off", last.get("gpu_memory_utilization"))}
-    for rung in ladder:
-        if not any(_same_rung(rung, attempt) for attempt in attempts):
-            tried = len(attempts)
-            return {"done": False, "rung": dict(rung),
-                    "reason": "%d attempt(s) failed; next rung %d: %s at gpu_memory_utilization %.2f"
-                    % (tried, rung["rung"], rung["method"] or "speculation off", rung["gpu_memory_utilization"])}
-    return {"done": True, "rung": None,
-            "reason": "every rung failed, including speculation off: the baseline server itself does not "
-                      "start; fix that before enabling speculation"}

@@ -22,7 +22,7 @@ EAGLE = {"method": "eagle3", "model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "nu
 def test_filter_names():
     assert sorted(FILTERS) == sorted([
         "speculative_config_json", "systemd_quote", "systemd_command_line", "spec_model_ref",
-        "spec_catalog_select", "spec_fallback_ladder", "spec_fallback_next"])
+        "spec_catalog_select"])
 
 
 @pytest.mark.parametrize("name", sorted(FILTERS))
@@ -80,13 +80,6 @@ def test_spec_catalog_select():
     assert off["method"] is None
     with pytest.raises(AnsibleFilterError, match="preferred_method"):
         FILTERS["spec_catalog_select"](CATALOG, "Qwen/Qwen3-4B", "thor", "medusa")
-
-
-def test_fallback_filters():
-    ladder = FILTERS["spec_fallback_ladder"](CATALOG, "Qwen/Qwen3-1.7B", "thor", 0.6)
-    assert [r["method"] for r in ladder] == ["eagle3", "eagle3", "draft_model", None]
-    nxt = FILTERS["spec_fallback_next"]([dict(ladder[0], ok=False)], ladder)
-    assert nxt["rung"]["rung"] == 1 and nxt["done"] is False
 
 
 def test_tagged_and_subclassed_inputs_are_accepted():

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from ansible_collections.jetson.specdec.plugins.module_utils.spec_catalog import (
-    catalog_model_facts, fallback_ladder, fallback_next, select_speculation,
+    catalog_model_facts, select_speculation,
 )
 from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import (
     SpecConfigError, validate_model_ref,
@@ -139,56 +139,3 @@ def test_catalog_model_facts(catalog):
     assert catalog_model_facts(catalog, "Qwen/Qwen3-8B")["weight_bytes"] == 16380000000
     assert catalog_model_facts(catalog, "nobody/nothing") is None
     assert catalog_model_facts("nope", "Qwen/Qwen3-8B") is None
-
-
-# --- fallback ladder ----------------------------------------------------------------------------------
-def test_full_ladder_order(catalog):
-    ladder = fallback_ladder(catalog, "nvidia/Llama-3.1-8B-Instruct-FP4", "thor", 0.75)
-    assert [(r["method"], r["gpu_memory_utilization"]) for r in ladder] == [
-        ("eagle3", 0.75), ("eagle3", 0.70), ("draft_model", 0.70), (None, 0.75)]
-    assert [r["rung"] for r in ladder] == [0, 1, 2, 3]
-
-
-def test_ladder_without_head_or_draft():
-    catalog = {"a/target": _entry()}
-    assert [r["method"] for r in fallback_ladder(catalog, "a/target", "thor", 0.7)] == [None]
-
-
-def test_ladder_respects_minimum_utilization(catalog):
-    ladder = fallback_ladder(catalog, "Qwen/Qwen3-8B", "agx_orin", 0.32)
-    assert [(r["method"], r["gpu_memory_utilization"]) for r in ladder] == [("eagle3", 0.32), (None, 0.32)]
-
-
-def test_ladder_refuses_bad_utilization(catalog):
-    with pytest.raises(SpecConfigError):
-        fallback_ladder(catalog, "Qwen/Qwen3-8B", "thor", "0.7")
-
-
-def test_fallback_next_walks_the_ladder(catalog):
-    ladder = fallback_ladder(catalog, "Qwen/Qwen3-8B", "thor", 0.7)
-    step = fallback_next(ladder, [])
-    assert not step["done"] and step["rung"]["rung"] == 0
-    attempts = [dict(step["rung"], ok=False)]
-    step = fallback_next(ladder, attempts)
-    assert step["rung"]["method"] == "eagle3" and step["rung"]["gpu_memory_utilization"] == 0.65
-    attempts.append(dict(step["rung"], ok=False))
-    step = fallback_next(ladder, attempts)
-    assert step["rung"]["method"] == "draft_model"
-    attempts.append(dict(step["rung"], ok=True))
-    step = fallback_next(ladder, attempts)
-    assert step["done"] and step["rung"]["method"] == "draft_model"
-
-
-def test_fallback_next_all_failed(catalog):
-    ladder = fallback_ladder(catalog, "Qwen/Qwen3-8B", "thor", 0.7)
-    attempts = [dict(r, ok=False) for r in ladder]
-    step = fallback_next(ladder, attempts)
-    assert step["done"] and step["rung"] is None and "baseline" in step["reason"]
-
-
-def test_fallback_next_validates_input(catalog):
-    ladder = fallback_ladder(catalog, "Qwen/Qwen3-8B", "thor", 0.7)
-    with pytest.raises(SpecConfigError, match="boolean 'ok'"):
-        fallback_next(ladder, [{"method": "eagle3"}])
-    with pytest.raises(SpecConfigError, match="non-empty list"):
-        fallback_next([], [])
