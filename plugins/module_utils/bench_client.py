@@ -72,6 +72,14 @@ class Target(object):
         cls = httplib.HTTPSConnection if self.https else httplib.HTTPConnection
         conn = cls(self.host, self.port, timeout=max(0.001, min(CONNECT_TIMEOUT, timeout)))
         conn.connect()
+        # http.client sends a request's headers and body in two writes; with
+        # Nagle on, the body could wait for the server's delayed ACK of the
+        # headers, inside TTFT.  Recent http.client versions set TCP_NODELAY
+        # themselves (as vLLM's aiohttp client does); make it explicit.
+        try:
+            conn.sock.setsockopt(IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError:  # a platform without TCP_NODELAY: Nagle stays on
+            pass
         return conn
 
 
@@ -151,6 +159,18 @@ class StreamClient(object):
         self.path = target.path("/v1/chat/completions" if endpoint == "chat" else "/v1/completions")
         self.conn = None
         self.keep_alive = keep_alive
+
+    def preconnect(self, end):
+        """Open the connection before the level starts (best effort).
+
+        The runner releases a level's streams together; a TCP handshake per
+        stream inside that moment would stagger them.  A failure here is left
+        for the first request to meet and record."""
+        if self.conn is None:
+            try:
+                self.conn = self.target.connect(end - perf_counter())
+            except (socket.timeout, OSError):
+                self.conn = None
 
     def close(self):
         if self.conn is not None:

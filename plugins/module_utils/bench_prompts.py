@@ -8,6 +8,12 @@ endpoint accepts ``prompt: [ids]`` and does not add special tokens to them).
 Text prompts are the fallback (chat endpoint, servers that refuse ids): one
 common word is roughly one token on large vocabularies; ``scale_text_words``
 corrects the length from the server's reported ``usage.prompt_tokens``.
+
+``salt_prompts`` rewrites the first few tokens (words) of every prompt from a
+per-run salt.  vLLM's prefix cache hashes blocks from the first token on, so
+a second benchmark with the same seed against the same running server (the
+rollout's repeat measurement) prefills everything again instead of reading
+its prompts back from the cache, which would flatter TTFT and throughput.
 """
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -40,6 +46,28 @@ def token_id_prompts(count, input_len, seed, id_range=(10, 500)):
     rng = random.Random(seed)
     span = hi - lo
     return [[lo + int(rng.random() * span) for dummy in range(input_len)] for dummy in range(count)]
+
+
+SALT_LENGTH = 4  # tokens (or words) rewritten at the head of each prompt
+
+
+def salt_prompts(prompts, salt, id_range=(10, 500)):
+    """Copies of ``prompts`` whose first SALT_LENGTH items come from ``salt``.
+
+    Token-id prompts (lists) get ids in [low, high); text prompts get common
+    words.  The rest of each prompt, and so its length, is unchanged."""
+    rng = random.Random(salt)
+    lo, hi = int(id_range[0]), int(id_range[1])
+    out = []
+    for prompt in prompts:
+        if isinstance(prompt, list):
+            head = [lo + int(rng.random() * (hi - lo)) for dummy in range(min(SALT_LENGTH, len(prompt)))]
+            out.append(head + prompt[len(head):])
+        else:
+            words = prompt.split(" ")
+            n = min(SALT_LENGTH, len(words))
+            out.append(" ".join([rng.choice(_WORDS) for dummy in range(n)] + words[n:]))
+    return out
 
 
 def text_prompts(count, words, seed):

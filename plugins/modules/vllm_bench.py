@@ -77,7 +77,11 @@ options:
     type: int
     default: 128
   seed:
-    description: Seed of the synthetic prompts (same seed, same prompts).
+    description:
+      - Seed of the synthetic prompts' content.
+      - The first four tokens of every prompt come from a salt drawn afresh for each run, so a
+        second run with the same seed against the same server (a repeat measurement) is not
+        served from vLLM's prefix cache.
     type: int
     default: 0
   prompt_token_ids_range:

@@ -14,14 +14,15 @@ exit status for CI.
      TPOT vs ground truth); with --vllm-bin, also ``vllm bench serve``'s
      CPU seconds on the same simulated server and settings.
   4  stability: five runs on the simulator, coefficient of variation of TPOT p50.
-  1  reference client (needs the real vLLM lane): --real-url and --vllm-bin
-     (and --tokenizer: the served model's directory); three alternating rounds
-     each; median TPOT, median TTFT and output throughput within 5 %.
+  1  reference client on the real vLLM lane: --lane starts the lane's tiny
+     target (cached venv and models, prefix caching off) on a free port, or
+     point --real-url, --vllm-bin and --tokenizer at a server of your own;
+     three alternating rounds, a fresh seed for every run; median TPOT,
+     median TTFT and output throughput within 5 %.
 
 Run from the repository root:
   .venv/bin/python tests/bench/bench_quality.py --items 2,3,4
-  .venv/bin/python tests/bench/bench_quality.py --items 1 --real-url http://127.0.0.1:8011 \
-      --vllm-bin "$(bash tests/vllm_lane/setup_venv.sh | tail -1)/bin/vllm" --tokenizer <models dir>/target
+  .venv/bin/python tests/bench/bench_quality.py --items 1 --lane --real-concurrency 1,4,8
 """
 import argparse
 import json
@@ -250,27 +251,106 @@ def item4(args):
     return out
 
 
+def prefix_cache_counters(url):
+    """(hit tokens, queried tokens) from the real server's /metrics."""
+    host_port = url.split("://", 1)[1].rstrip("/")
+    conn = http.client.HTTPConnection(host_port, timeout=10)
+    try:
+        conn.request("GET", "/metrics")
+        text = conn.getresponse().read().decode("utf-8", "replace")
+    finally:
+        conn.close()
+    values = {}
+    for line in text.splitlines():
+        for name in ("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"):
+            if line.startswith(name + "{") or line.startswith(name + " "):
+                values[name] = values.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+    return (values.get("vllm:prefix_cache_hits_total", 0.0),
+            values.get("vllm:prefix_cache_queries_total", 0.0))
+
+
+def lane_server(args):
+    """Start the real lane's tiny target on a free port (``--lane``).
+
+    Two server settings make the comparison one of measuring clients:
+
+    * prefix caching off: vllm bench serve's random prompts are runs of
+      consecutive token ids from a random offset, and with the tiny model's
+      1024-entry vocabulary there are only about 1024 of them, so a growing
+      share of its prompts (5-19 % of prompt tokens, measured) were read back
+      from the cache, which flattered its TTFT;
+    * --max-num-batched-tokens 256 (one prompt's prefill per step): with the
+      default budget, whether a level's simultaneous requests are prefilled
+      together or one alone first is decided by a sub-millisecond race inside
+      the server, and every later wave inherits it.  Median TTFT at
+      concurrency 4 then swung between about 690 and 930 ms from round to
+      round for vllm bench serve against itself.  With one prefill per step
+      the order of prefills no longer depends on arrival jitter."""
+    sys.path.insert(0, os.path.join(REPO, "tests", "vllm_lane"))
+    import lane  # noqa: E402 - the lane's own server helpers
+
+    def last_line(cmd):
+        out = subprocess.run(cmd, stdout=subprocess.PIPE, universal_newlines=True, check=True).stdout
+        return out.strip().splitlines()[-1]
+
+    venv = last_line(["bash", os.path.join(REPO, "tests", "vllm_lane", "setup_venv.sh")])
+    models = last_line([os.path.join(venv, "bin", "python"),
+                        os.path.join(REPO, "tests", "vllm_lane", "build_models.py")])
+    target = os.path.join(models, "target")
+    log_dir = lane.Path(tempfile.mkdtemp(prefix="bench-lane-"))
+    srv = lane.start_server(lane.Path(venv), target, name="bench-quality", log_dir=log_dir,
+                            extra=["--no-enable-prefix-caching", "--max-num-batched-tokens", "256",
+                                   "--enforce-eager"])
+    args.real_url = "http://127.0.0.1:%d" % srv.port
+    args.vllm_bin = os.path.join(venv, "bin", "vllm")
+    args.tokenizer = target
+    log("item1: lane server %s (log %s)" % (args.real_url, srv.log_path))
+    return lane, srv
+
+
 def item1(args):
+    if args.lane:
+        lane, srv = lane_server(args)
+        try:
+            return _item1(args)
+        finally:
+            lane.stop_server(srv)
+    return _item1(args)
+
+
+def _item1(args):
     if not (args.real_url and args.vllm_bin):
-        raise SystemExit("item 1 needs --real-url and --vllm-bin (and usually --tokenizer)")
+        raise SystemExit("item 1 needs --lane, or --real-url and --vllm-bin (and usually --tokenizer)")
     model = args.real_model
     rounds = {"ours": [], "ref": []}
 
+    # Every run gets its own seed.  With one seed per round, a round's c=4 run
+    # would resend the prompts of its c=1 run and vLLM's prefix cache would
+    # serve part of the prefill: a cache benchmark, different for each client
+    # depending on what ran in between.  The cache hit fraction of every run
+    # is recorded to show that runs are cold.
+    def cold(row, before):
+        hits, queries = prefix_cache_counters(args.real_url)
+        row["prefix_cache_hit_fraction"] = round((hits - before[0]) / max(1.0, queries - before[1]), 4)
+        return row
+
     def run_ours(r, conc):
+        before = prefix_cache_counters(args.real_url)
         run, dummy, cpu, res = ours(args.real_url, conc, args.real_prompts, args.real_input_len,
-                                    args.real_output_len, args.real_warmup, seed=r)
-        rounds["ours"].append({"round": r, "concurrency": conc, "tpot": run["tpot_ms_p50"],
-                               "ttft": run["ttft_ms_p50"], "tput": run["throughput_tok_s"],
-                               "cpu_s": cpu, "tokens": run["output_tokens"]})
+                                    args.real_output_len, args.real_warmup, seed=100 * r + conc)
+        rounds["ours"].append(cold({"round": r, "concurrency": conc, "tpot": run["tpot_ms_p50"],
+                                    "ttft": run["ttft_ms_p50"], "tput": run["throughput_tok_s"],
+                                    "cpu_s": cpu, "tokens": run["output_tokens"]}, before))
         return res["server"]["model"]
 
     def run_ref(r, conc, model):
+        before = prefix_cache_counters(args.real_url)
         data, rcpu = vllm_bench_serve(args.vllm_bin, args.real_url, model, args.tokenizer, conc,
                                       args.real_prompts, args.real_input_len,
-                                      args.real_output_len, args.real_warmup, seed=r)
-        rounds["ref"].append({"round": r, "concurrency": conc, "tpot": data["median_tpot_ms"],
-                              "ttft": data["median_ttft_ms"], "tput": data["output_throughput"],
-                              "cpu_s": rcpu, "tokens": data["total_output_tokens"]})
+                                      args.real_output_len, args.real_warmup, seed=100 * r + conc)
+        rounds["ref"].append(cold({"round": r, "concurrency": conc, "tpot": data["median_tpot_ms"],
+                                   "ttft": data["median_ttft_ms"], "tput": data["output_throughput"],
+                                   "cpu_s": rcpu, "tokens": data["total_output_tokens"]}, before))
 
     for r in range(3):
         for conc in args.real_concurrency:
@@ -306,6 +386,8 @@ def main():
     ap.add_argument("--prompts-c8", type=int, default=48)
     ap.add_argument("--prompts-c32", type=int, default=96)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--lane", action="store_true",
+                    help="item 1: start the real lane's server (cached venv and models) and use it")
     ap.add_argument("--real-url")
     ap.add_argument("--real-model", help="served model name (default: first of /v1/models)")
     ap.add_argument("--vllm-bin", help="the lane venv's vllm (for vllm bench serve)")

@@ -177,3 +177,63 @@ def test_runner_respects_max_duration_with_stalling_server():
     assert elapsed < 3.0
     assert result["runs"][0]["errors"].get("deadline") == 8
     assert failure and "deadline: 8" in failure
+
+
+class _SlowStartClient(object):
+    """Stand-in client: worker k takes k * 50 ms to get ready; records when
+    each first request is sent."""
+    ready_delay = {}
+    sent = []
+
+    def __init__(self, target, endpoint):
+        self.index = len(self.ready_delay)
+        self.ready_delay[self.index] = 0.05 * self.index
+
+    def preconnect(self, end):
+        time.sleep(self.ready_delay[self.index])
+
+    def stream(self, body, request_timeout, deadline):
+        now = time.perf_counter()
+        self.sent.append(now)
+        time.sleep(0.3)  # busy: the other payloads need the other workers
+        return {"ok": True, "start": now, "finish": time.perf_counter()}
+
+    def close(self):
+        pass
+
+
+def test_runner_releases_a_levels_streams_together():
+    # Started one by one, the first stream would get a head start and the
+    # server would prefill it alone (a different TTFT); the runner waits
+    # until every stream is ready and releases them at once.
+    _SlowStartClient.ready_delay, _SlowStartClient.sent = {}, []
+    records, _d = br.run_pool(bc.Target("http://127.0.0.1:9"), "completions", [b"{}"] * 4, 4, 5,
+                              time.perf_counter() + 10, client_cls=_SlowStartClient)
+    assert all(r["ok"] for r in records)
+    assert len(_SlowStartClient.sent) == 4
+    assert max(_SlowStartClient.sent) - min(_SlowStartClient.sent) < 0.05  # not 150 ms: no stream starts early
+
+
+def test_preconnect_failure_is_left_to_the_first_request():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = bc.StreamClient(bc.Target("http://127.0.0.1:%d" % port))
+    client.preconnect(time.perf_counter() + 1)
+    assert client.conn is None
+    rec = client.stream(b"{}", 1, time.perf_counter() + 2)
+    assert not rec["ok"] and rec["reason"] == "connection_refused"
+
+
+def test_two_runs_with_one_seed_do_not_send_the_same_prompts():
+    # vLLM's prefix cache would serve a repeated prompt's prefill: the
+    # rollout's repeat measurement (same seed, same server) must not be a
+    # cache benchmark.  Every prompt of a run starts with that run's salt.
+    with FakeVLLM() as srv:
+        br.run_benchmark(_cfg(srv, concurrency=[2], warmup_prompts=0, num_prompts=3))
+        first = [b["prompt"] for b in srv.bodies]
+        br.run_benchmark(_cfg(srv, concurrency=[2], warmup_prompts=0, num_prompts=3))
+        second = [b["prompt"] for b in srv.bodies[len(first):]]
+    assert len(first) == len(second) == 4  # probe + 3
+    assert not set(tuple(p[:4]) for p in first) & set(tuple(p[:4]) for p in second)
+    assert sorted(p[4:] for p in first) == sorted(p[4:] for p in second)  # the seed still decides the rest

@@ -30,3 +30,20 @@ def test_scale_text_words():
     assert bp.scale_text_words(1000, 2048, 1024) == 2000
     assert bp.scale_text_words(100, 110, 20, overhead_tokens=10) == 1000  # 0.1 tok/word
     assert bp.scale_text_words(100, 2048, None) == 100
+
+
+def test_salt_rewrites_only_the_head():
+    ids = bp.token_id_prompts(3, 64, seed=7)
+    a = bp.salt_prompts(ids, 1)
+    b = bp.salt_prompts(ids, 2)
+    assert a == bp.salt_prompts(ids, 1)  # the salt, not chance, decides
+    for p, q, orig in zip(a, b, ids):
+        assert len(p) == len(orig) and p[bp.SALT_LENGTH:] == orig[bp.SALT_LENGTH:]
+        assert p[:bp.SALT_LENGTH] != q[:bp.SALT_LENGTH]  # different runs: different first block
+        assert all(10 <= t < 500 for t in p[:bp.SALT_LENGTH])
+    assert len(bp.salt_prompts([[5, 6]], 3)[0]) == 2
+    text = bp.text_prompts(2, 50, seed=1)
+    salted = bp.salt_prompts(text, 9)
+    for p, orig in zip(salted, text):
+        assert len(p.split()) == 50 and p.split()[4:] == orig.split()[4:]
+        assert p.split()[:4] != orig.split()[:4]
