@@ -134,7 +134,10 @@ def test_endpoint_contract_matches_simulator(served, lane_results, tmp_path):
 
 
 def test_bench_quality_item1(served, lane_venv, lane_models, lane_results, lane_log_dir):
-    """Optional (JETSON_SPECDEC_LANE_BENCH_QUALITY=1, ~4 min): vllm_bench vs `vllm bench serve`."""
+    """Optional (JETSON_SPECDEC_LANE_BENCH_QUALITY=1, ~9 min): vllm_bench vs `vllm bench serve`.
+
+    bench_quality starts a server of its own (--lane): without prefix caching
+    and with one prefill per step, see docs/benchmark.md "Item 1"."""
     import os
     import subprocess
     if served.name != "baseline":
@@ -142,10 +145,9 @@ def test_bench_quality_item1(served, lane_venv, lane_models, lane_results, lane_
     if os.environ.get("JETSON_SPECDEC_LANE_BENCH_QUALITY", "") in ("", "0"):
         pytest.skip("set JETSON_SPECDEC_LANE_BENCH_QUALITY=1 to measure bench_quality item 1")
     repo = Path(__file__).resolve().parents[2]
-    cmd = [sys.executable, str(repo / "tests" / "bench" / "bench_quality.py"), "--items", "1",
-           "--real-url", f"http://127.0.0.1:{served.port}", "--vllm-bin", str(lane_venv / "bin" / "vllm"),
-           "--tokenizer", str(lane_models / "target"), "--real-concurrency", "1,4",
-           "--real-prompts", "8", "--real-input-len", "128", "--real-output-len", "64"]
+    cmd = [sys.executable, str(repo / "tests" / "bench" / "bench_quality.py"), "--items", "1", "--lane",
+           "--real-concurrency", "1,4", "--real-prompts", "16", "--real-input-len", "256",
+           "--real-output-len", "128", "--check"]
     env = dict(lane.server_env())
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, env=env, check=False)
     (lane_log_dir / "bench_quality_item1.json").write_text(res.stdout)
