@@ -71,15 +71,7 @@ class Target(object):
     def connect(self, timeout):
         cls = httplib.HTTPSConnection if self.https else httplib.HTTPConnection
         conn = cls(self.host, self.port, timeout=max(0.001, min(CONNECT_TIMEOUT, timeout)))
-        conn.connect()
-        # http.client sends a request's headers and body in two writes; with
-        # Nagle on, the body could wait for the server's delayed ACK of the
-        # headers, inside TTFT.  Recent http.client versions set TCP_NODELAY
-        # themselves (as vLLM's aiohttp client does); make it explicit.
-        try:
-            conn.sock.setsockopt(IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError:  # a platform without TCP_NODELAY: Nagle stays on
-            pass
+        conn.connect()  # sets TCP_NODELAY (http.client, Python 3.8+), as aiohttp does
         return conn
 
 
@@ -169,7 +161,7 @@ class StreamClient(object):
         if self.conn is None:
             try:
                 self.conn = self.target.connect(end - perf_counter())
-            except (socket.timeout, OSError):
+            except OSError:  # socket.timeout included
                 self.conn = None
 
     def close(self):

@@ -158,9 +158,7 @@ class Benchmark(object):
         self.words = None
         self.seed_counter = 0
         # A fresh salt per run: see bench_prompts.salt_prompts (prefix cache).
-        self.salt = cfg.get("salt")
-        if self.salt is None:
-            self.salt = random.SystemRandom().getrandbits(31)
+        self.salt = random.SystemRandom().getrandbits(31)
 
     def _prompts(self, count):
         """Fresh prompts for ``count`` requests (distinct seeds: no prefix hits)."""

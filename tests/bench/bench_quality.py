@@ -50,6 +50,8 @@ def _import_collection():
 
 
 _import_collection()
+from ansible_collections.jetson.specdec.plugins.module_utils import bench_client  # noqa: E402
+from ansible_collections.jetson.specdec.plugins.module_utils import bench_prometheus  # noqa: E402
 from ansible_collections.jetson.specdec.plugins.module_utils import bench_runner  # noqa: E402
 from ansible_collections.jetson.specdec.plugins.module_utils import bench_stats  # noqa: E402
 
@@ -253,20 +255,12 @@ def item4(args):
 
 def prefix_cache_counters(url):
     """(hit tokens, queried tokens) from the real server's /metrics."""
-    host_port = url.split("://", 1)[1].rstrip("/")
-    conn = http.client.HTTPConnection(host_port, timeout=10)
-    try:
-        conn.request("GET", "/metrics")
-        text = conn.getresponse().read().decode("utf-8", "replace")
-    finally:
-        conn.close()
-    values = {}
-    for line in text.splitlines():
-        for name in ("vllm:prefix_cache_hits_total", "vllm:prefix_cache_queries_total"):
-            if line.startswith(name + "{") or line.startswith(name + " "):
-                values[name] = values.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
-    return (values.get("vllm:prefix_cache_hits_total", 0.0),
-            values.get("vllm:prefix_cache_queries_total", 0.0))
+    dummy, dummy, text = bench_client.get(bench_client.Target(url), "/metrics", 10)
+    totals = {"vllm:prefix_cache_hits_total": 0.0, "vllm:prefix_cache_queries_total": 0.0}
+    for name, dummy, value in bench_prometheus.parse_text(text):
+        if name in totals:
+            totals[name] += value
+    return totals["vllm:prefix_cache_hits_total"], totals["vllm:prefix_cache_queries_total"]
 
 
 def lane_server(args):
