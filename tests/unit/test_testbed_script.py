@@ -10,10 +10,10 @@ import pytest
 SCRIPT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "testbed", "testbed.sh"))
 
 
-def run(args, env=None, prefix=()):
+def run(args, env=None, prefix=(), script=SCRIPT):
     full_env = {"PATH": "/usr/bin:/bin", "HOME": "/tmp"}
     full_env.update(env or {})
-    return subprocess.run(list(prefix) + ["bash", SCRIPT] + args, env=full_env, capture_output=True, text=True,
+    return subprocess.run(list(prefix) + ["bash", script] + args, env=full_env, capture_output=True, text=True,
                           timeout=60, check=False)
 
 
@@ -46,9 +46,16 @@ def test_no_mirror_is_one_clear_message(tmp_path):
 
 @pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root to drop to nobody")
 def test_no_docker_and_no_root_is_one_clear_message():
-    # The unprivileged user must be able to traverse the folder (pytest's tmp_path is 0700).
+    # The unprivileged user must be able to read the script and traverse its folders (pytest's
+    # tmp_path is 0700, and so may be the checkout's parent): run a copy from a 0755 folder.
     top = tempfile.mkdtemp(prefix="specdec-nodocker-")
     os.chmod(top, 0o755)
+    script = pathlib.Path(top) / "tests" / "testbed" / "testbed.sh"
+    script.parent.mkdir(parents=True)
+    shutil.copy(SCRIPT, str(script))
+    for folder in (script.parent, script.parent.parent):
+        os.chmod(str(folder), 0o755)
+    os.chmod(str(script), 0o755)
     bare = pathlib.Path(top) / "bin"
     bare.mkdir()
     for tool in ("bash", "id", "cat", "sed", "awk", "sha256sum", "cut", "grep", "head", "seq", "sleep", "mkdir",
@@ -56,7 +63,7 @@ def test_no_docker_and_no_root_is_one_clear_message():
         found = shutil.which(tool)
         if found:
             os.symlink(found, str(bare / tool))
-    result = run(["engine"], {"PATH": str(bare)},
+    result = run(["engine"], {"PATH": str(bare)}, script=str(script),
                  prefix=(shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups"))
     shutil.rmtree(top)
     assert result.returncode == 2
