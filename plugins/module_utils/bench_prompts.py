@@ -18,6 +18,7 @@ its prompts back from the cache, which would flatter TTFT and throughput.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import math
 import random
 
 # Short, common words: one token each on typical BPE vocabularies.
@@ -46,6 +47,31 @@ def token_id_prompts(count, input_len, seed, id_range=(10, 500)):
     rng = random.Random(seed)
     span = hi - lo
     return [[lo + int(rng.random() * span) for dummy in range(input_len)] for dummy in range(count)]
+
+
+def output_len_bounds(output_len, range_ratio):
+    """Inclusive [low, high] of output lengths, as ``vllm bench serve`` draws
+    them with ``--random-range-ratio '{"input": 0, "output": r}'``."""
+    if not 0 <= range_ratio < 1:
+        raise ValueError("output_range_ratio must be within [0, 1)")
+    low = max(1, int(math.floor(output_len * (1 - range_ratio))))
+    high = max(1, int(math.ceil(output_len * (1 + range_ratio))))
+    return low, high
+
+
+def output_lengths(count, output_len, range_ratio, seed):
+    """``count`` output lengths drawn uniformly from ``output_len_bounds``.
+
+    Why vary them: when every request of a level asks for the same number of
+    tokens, the requests finish and restart together, and the phase a level
+    starts in (which requests the server prefilled together) persists to its
+    end, so medians at concurrency > 1 depend on that first arrival race.
+    Ratio 0 gives every request exactly ``output_len``."""
+    low, high = output_len_bounds(output_len, range_ratio)
+    if low == high:
+        return [low] * count
+    rng = random.Random(seed)
+    return [rng.randint(low, high) for dummy in range(count)]
 
 
 SALT_LENGTH = 4  # tokens (or words) rewritten at the head of each prompt

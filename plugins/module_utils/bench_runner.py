@@ -33,7 +33,7 @@ DEFAULTS = {
     "endpoint": "completions", "concurrency": [1, 8], "num_prompts": 50,
     "warmup_prompts": 10, "input_len": 2048, "output_len": 128, "seed": 0,
     "request_timeout": 300.0, "max_duration": 3600.0, "max_failed_ratio": 0.1,
-    "prompt_token_ids_range": [10, 500], "power_mode": None,
+    "prompt_token_ids_range": [10, 500], "power_mode": None, "output_range_ratio": 0.0,
 }
 
 
@@ -135,14 +135,18 @@ def run_pool(target, endpoint, payloads, concurrency, request_timeout, deadline,
 
 
 def _clamp_lengths(cfg, max_model_len, warnings):
+    """(input_len, output_len) so that the longest request fits max_model_len."""
     inp, out = cfg["input_len"], cfg["output_len"]
-    if max_model_len and inp + out > max_model_len:
-        if out >= max_model_len:
-            out = max(1, max_model_len // 2)
-        inp = max(1, max_model_len - out)
-        warnings.append("input_len + output_len (%d + %d) exceeds the server's max_model_len %d; "
-                        "using input_len=%d output_len=%d" % (cfg["input_len"], cfg["output_len"],
-                                                              max_model_len, inp, out))
+    ratio = cfg["output_range_ratio"]
+    longest = bench_prompts.output_len_bounds(out, ratio)[1]
+    if max_model_len and inp + longest > max_model_len:
+        if longest >= max_model_len:
+            out = max(1, int(max_model_len // 2 / (1 + ratio)))
+            longest = bench_prompts.output_len_bounds(out, ratio)[1]
+        inp = max(1, max_model_len - longest)
+        warnings.append("input_len + output_len (%d + %d, output range ratio %g) exceeds the server's "
+                        "max_model_len %d; using input_len=%d output_len=%d"
+                        % (cfg["input_len"], cfg["output_len"], ratio, max_model_len, inp, out))
     return inp, out
 
 
@@ -160,8 +164,12 @@ class Benchmark(object):
         # A fresh salt per run: see bench_prompts.salt_prompts (prefix cache).
         self.salt = random.SystemRandom().getrandbits(31)
 
-    def _prompts(self, count):
-        """Fresh prompts for ``count`` requests (distinct seeds: no prefix hits)."""
+    def _payloads(self, count):
+        """(request bodies, their output lengths) for ``count`` fresh requests.
+
+        Each call draws from its own seed, so no two requests of a run share
+        a prompt (no prefix-cache hits); the output lengths come from the
+        same seed, so a seed decides the whole workload."""
         self.seed_counter += 1
         seed = (int(self.cfg["seed"]) * 1000003 + self.seed_counter) & 0x7FFFFFFF
         if self.prompt_kind == "token_ids":
@@ -169,12 +177,17 @@ class Benchmark(object):
                                                      self.cfg["prompt_token_ids_range"])
         else:
             prompts = bench_prompts.text_prompts(count, self.words, seed)
-        return bench_prompts.salt_prompts(prompts, self.salt * 1000003 + seed,
-                                          self.cfg["prompt_token_ids_range"])
+        prompts = bench_prompts.salt_prompts(prompts, self.salt * 1000003 + seed,
+                                             self.cfg["prompt_token_ids_range"])
+        lengths = self._output_lengths(count, seed)
+        return ([bc.build_payload(self.cfg["endpoint"], self.model, p, n)
+                 for p, n in zip(prompts, lengths)], lengths)
 
-    def _payloads(self, count):
-        return [bc.build_payload(self.cfg["endpoint"], self.model, p, self.output_len)
-                for p in self._prompts(count)]
+    def _output_lengths(self, count, seed):
+        """Output length of each of ``count`` requests (a seam: the quality
+        harness gives both clients one workload through it)."""
+        return bench_prompts.output_lengths(count, self.output_len,
+                                            self.cfg["output_range_ratio"], seed)
 
     def _probe(self):
         """One discarded request: checks token-id prompts, calibrates text."""
@@ -193,7 +206,7 @@ class Benchmark(object):
     def _one(self):
         client = self.client_cls(self.target, self.cfg["endpoint"])
         try:
-            return client.stream(self._payloads(1)[0], self.cfg["request_timeout"], self.deadline)
+            return client.stream(self._payloads(1)[0][0], self.cfg["request_timeout"], self.deadline)
         finally:
             client.close()
 
@@ -236,6 +249,7 @@ class Benchmark(object):
             "simulated": info["simulated"],
             "config": {"input_len": self.input_len, "output_len": self.output_len,
                        "num_prompts": cfg["num_prompts"], "warmup_prompts": cfg["warmup_prompts"],
+                       "output_range_ratio": cfg["output_range_ratio"],
                        "endpoint": cfg["endpoint"], "seed": cfg["seed"],
                        "concurrency": list(cfg["concurrency"]), "prompt_kind": self.prompt_kind},
             "warnings": self.warnings,
@@ -250,13 +264,15 @@ class Benchmark(object):
         for conc in cfg["concurrency"]:
             conc = int(conc)
             if cfg["warmup_prompts"] > 0:
-                run_pool(self.target, cfg["endpoint"], self._payloads(cfg["warmup_prompts"]), conc,
+                run_pool(self.target, cfg["endpoint"], self._payloads(cfg["warmup_prompts"])[0], conc,
                          cfg["request_timeout"], self.deadline, self.client_cls)
-            payloads = self._payloads(cfg["num_prompts"])
+            payloads, lengths = self._payloads(cfg["num_prompts"])
             before = scrape_spec(self.target, self.deadline - perf_counter(), self.model)
             records, duration = run_pool(self.target, cfg["endpoint"], payloads, conc,
                                          cfg["request_timeout"], self.deadline, self.client_cls)
             after = scrape_spec(self.target, self.deadline - perf_counter(), self.model)
+            for rec, length in zip(records, lengths):
+                rec["expected_output_tokens"] = length
             raw = bp.spec_decode_delta(before, after)
             total_raw = bp.add_raw(total_raw, raw)
             run = summarize_level(conc, records, duration)
@@ -271,10 +287,11 @@ class Benchmark(object):
         if ok and any(not r.get("usage") for r in ok):
             self.warnings.append("the server sent no usage chunk for some requests; their output "
                                  "tokens were counted as chunks (undercounts under speculation)")
-        short = [r for r in ok if r.get("usage") and r["output_tokens"] < self.output_len]
+        short = [r for r in ok if r.get("usage")
+                 and r["output_tokens"] < r.get("expected_output_tokens", self.output_len)]
         if short:
-            self.warnings.append("%d requests returned fewer than output_len=%d tokens (ignore_eos "
-                                 "not honoured?)" % (len(short), self.output_len))
+            self.warnings.append("%d requests returned fewer tokens than they asked for (max_tokens "
+                                 "with ignore_eos; ignore_eos not honoured?)" % len(short))
         errors = {}
         for run in runs:
             for reason, count in run["errors"].items():

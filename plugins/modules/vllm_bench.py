@@ -73,9 +73,23 @@ options:
     type: int
     default: 2048
   output_len:
-    description: Tokens generated per request (sent as C(max_tokens) with C(ignore_eos) and temperature 0).
+    description:
+      - Tokens generated per request (sent as C(max_tokens) with C(ignore_eos) and temperature 0).
+      - With O(output_range_ratio) it is the mean of the requests' output lengths.
     type: int
     default: 128
+  output_range_ratio:
+    description:
+      - Spread of output lengths. Each request asks for a length drawn uniformly (seeded) from
+        [floor(O(output_len) * (1 - r)), ceil(O(output_len) * (1 + r))], like C(vllm bench serve)
+        given an output-only C(--random-range-ratio) (input ratio 0). Prompt lengths stay exact.
+      - With 0 every request asks for O(output_len) tokens; at concurrency above 1 the requests
+        of a level then finish and restart together, and medians depend on which requests the
+        server happened to prefill together at the start. A spread such as 0.5 breaks that
+        lockstep, so repeated runs agree better at concurrency 4 and up.
+    type: float
+    default: 0.0
+    version_added: 0.2.0
   seed:
     description:
       - Seed of the synthetic prompts' content.
@@ -194,7 +208,7 @@ config:
   description: The settings actually used (lengths after clamping; C(prompt_kind) is C(token_ids) or C(text)).
   returned: success
   type: dict
-  sample: {input_len: 2048, output_len: 128, num_prompts: 50, warmup_prompts: 10, endpoint: completions,
+  sample: {input_len: 2048, output_len: 128, output_range_ratio: 0.0, num_prompts: 50, warmup_prompts: 10, endpoint: completions,
            seed: 0, concurrency: [1, 8], prompt_kind: token_ids}
 bench_warnings:
   description:
@@ -229,6 +243,7 @@ def build_module():
             warmup_prompts=dict(type="int", default=10),
             input_len=dict(type="int", default=2048),
             output_len=dict(type="int", default=128),
+            output_range_ratio=dict(type="float", default=0.0),
             seed=dict(type="int", default=0),
             prompt_token_ids_range=dict(type="list", elements="int", default=[10, 500], no_log=False),
             request_timeout=dict(type="float", default=300.0),
@@ -248,6 +263,8 @@ def validate(p):
     for key in ("num_prompts", "input_len", "output_len"):
         if p[key] < 1:
             return "%s must be >= 1" % key
+    if not 0 <= p["output_range_ratio"] < 1:
+        return "output_range_ratio must be within [0, 1) (as vllm bench serve's output range ratio)"
     if p["warmup_prompts"] < 0:
         return "warmup_prompts must be >= 0"
     for key in ("request_timeout", "max_duration"):
@@ -284,7 +301,7 @@ def main():
         module.fail_json(msg=error)
     cfg = dict((k, p[k]) for k in (
         "url", "model", "api_key", "endpoint", "concurrency", "num_prompts", "warmup_prompts",
-        "input_len", "output_len", "seed", "prompt_token_ids_range", "request_timeout",
+        "input_len", "output_len", "output_range_ratio", "seed", "prompt_token_ids_range", "request_timeout",
         "max_duration", "max_failed_ratio", "power_mode"))
     try:
         result, failure = run_benchmark(cfg)

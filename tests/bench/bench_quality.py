@@ -15,10 +15,13 @@ exit status for CI.
      CPU seconds on the same simulated server and settings.
   4  stability: five runs on the simulator, coefficient of variation of TPOT p50.
   1  reference client on the real vLLM lane: --lane starts the lane's tiny
-     target (cached venv and models, prefix caching off) on a free port, or
+     target (cached venv and models, prefix caching off) on a free port and
+     runs both clients on the CPUs its model worker is not bound to, or
      point --real-url, --vllm-bin and --tokenizer at a server of your own;
-     three alternating rounds, a fresh seed for every run; median TPOT,
-     median TTFT and output throughput within 5 %.
+     three alternating rounds, a fresh seed for every run, one workload for
+     both clients (the output lengths vllm bench serve draws for that seed,
+     spread by --real-output-range-ratio); median TPOT, median TTFT and
+     output throughput within 5 %.
 
 Run from the repository root:
   .venv/bin/python tests/bench/bench_quality.py --items 2,3,4
@@ -135,13 +138,37 @@ class Sim(object):
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def ours(url, conc, num_prompts, input_len, output_len, warmup, seed=0):
+class GivenLengths(bench_runner.Benchmark):
+    """vllm_bench's runner with the measured requests' output lengths given:
+    item 1 hands it the lengths ``vllm bench serve`` draws for the same seed,
+    so both clients send one workload.  (Drawn independently, 16 lengths from
+    a range differ enough in sum and order to move throughput at c=8 by
+    10 %: a comparison of samples, not of clients.)"""
+
+    def __init__(self, cfg, lengths):
+        bench_runner.Benchmark.__init__(self, cfg)
+        self.given = list(lengths)
+
+    def _output_lengths(self, count, seed):
+        if count == len(self.given):  # the measured level (probe and warm-up are shorter)
+            return list(self.given)
+        return bench_runner.Benchmark._output_lengths(self, count, seed)
+
+
+def ours(url, conc, num_prompts, input_len, output_len, warmup, seed=0, output_range_ratio=0.0,
+         output_lengths=None):
     """One run of our runner in this process; returns (run, spec, cpu_s, result)."""
     cfg = {"url": url, "concurrency": [conc], "num_prompts": num_prompts, "warmup_prompts": warmup,
            "input_len": input_len, "output_len": output_len, "seed": seed,
+           "output_range_ratio": output_range_ratio,
            "request_timeout": 120, "max_duration": 900}
     cpu0 = time.process_time()
-    result, failure = bench_runner.run_benchmark(cfg)
+    if output_lengths is not None:
+        if warmup == num_prompts or num_prompts == 1:
+            raise SystemExit("given output lengths need num_prompts > 1 and != warmup")
+        result, failure = GivenLengths(cfg, output_lengths).run()
+    else:
+        result, failure = bench_runner.run_benchmark(cfg)
     cpu = time.process_time() - cpu0
     if failure:
         raise RuntimeError(failure)
@@ -149,16 +176,18 @@ def ours(url, conc, num_prompts, input_len, output_len, warmup, seed=0):
 
 
 def vllm_bench_serve(vllm_bin, url, model, tokenizer, conc, num_prompts, input_len, output_len,
-                     warmup, seed=0):
+                     warmup, seed=0, output_range_ratio=0.0):
     """One ``vllm bench serve`` run; returns (its JSON result, child CPU seconds)."""
     outdir = tempfile.mkdtemp(prefix="bench-ref-")
+    # Input lengths exact, output lengths spread as vllm_bench's output_range_ratio.
+    range_ratio = json.dumps({"input": 0, "output": output_range_ratio})
     cmd = [vllm_bin, "bench", "serve", "--backend", "vllm", "--base-url", url, "--model", model,
            "--dataset-name", "random", "--random-input-len", str(input_len),
-           "--random-output-len", str(output_len), "--random-range-ratio", "0", "--ignore-eos",
+           "--random-output-len", str(output_len), "--random-range-ratio", range_ratio, "--ignore-eos",
            "--temperature", "0", "--max-concurrency", str(conc), "--num-prompts", str(num_prompts),
            "--num-warmups", str(warmup), "--seed", str(seed),
            "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
-           "--save-result", "--result-dir", outdir, "--result-filename", "ref.json"]
+           "--save-result", "--save-detailed", "--result-dir", outdir, "--result-filename", "ref.json"]
     if tokenizer:
         cmd += ["--tokenizer", tokenizer]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -173,6 +202,39 @@ def vllm_bench_serve(vllm_bin, url, model, tokenizer, conc, num_prompts, input_l
     shutil.rmtree(outdir, ignore_errors=True)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return data, cpu
+
+
+def reference_output_lengths(vllm_bin, runs, input_len, output_len, ratio):
+    """{seed: output lengths ``vllm bench serve --dataset-name random`` draws}
+    for ``runs``, a list of (seed, num_prompts).
+
+    Calls vLLM's own sampler (numpy, seeded like its RandomDataset) in the
+    lane's interpreter, with a stand-in tokenizer: only the output lengths are
+    used, and the input range is degenerate (ratio 0) whatever its bounds.
+    Each reference run's detailed result is checked against these lists."""
+    script = (
+        "import json, sys, numpy as np\n"
+        "from vllm.benchmarks.datasets.utils import get_sampling_params\n"
+        "class Tok(object):\n"
+        "    vocab_size = 1024\n"
+        "    def num_special_tokens_to_add(self): return 0\n"
+        "a = json.loads(sys.argv[1])\n"
+        "out = {}\n"
+        "for seed, n in a['runs']:\n"
+        "    rng = np.random.default_rng(seed)\n"
+        "    lens = get_sampling_params(rng, n, {'input': 0.0, 'output': a['ratio']},\n"
+        "                               a['input_len'], a['output_len'], Tok())[1]\n"
+        "    out[str(seed)] = [int(x) for x in lens]\n"
+        "print(json.dumps(out))\n")
+    python = os.path.join(os.path.dirname(vllm_bin), "python")
+    arg = json.dumps({"runs": [list(run) for run in runs], "ratio": ratio,
+                      "input_len": input_len, "output_len": output_len})
+    env = dict(os.environ, VLLM_NO_USAGE_STATS="1")
+    proc = subprocess.run([python, "-c", script, arg], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          env=env, universal_newlines=True, timeout=600, check=False)
+    if proc.returncode:
+        raise RuntimeError("cannot draw vllm bench serve's output lengths:\n" + proc.stderr[-2000:])
+    return dict((int(k), v) for k, v in json.loads(proc.stdout.strip().splitlines()[-1]).items())
 
 
 def expected_acceptance(alpha, k):
@@ -302,9 +364,52 @@ def lane_server(args):
     return lane, srv
 
 
+def worker_cpus(pgid):
+    """CPUs the server's model worker is bound to: the union of every
+    narrower-than-all affinity among the threads of process group ``pgid``
+    (vLLM's CPU backend binds its worker's threads and reserves the rest)."""
+    every = os.sched_getaffinity(0)
+    bound = set()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            if os.getpgid(int(pid)) != pgid:
+                continue
+            for tid in os.listdir("/proc/%s/task" % pid):
+                cpus = os.sched_getaffinity(int(tid))
+                if cpus < every:
+                    bound |= cpus
+        except OSError:  # gone meanwhile
+            continue
+    return bound
+
+
+def pin_clients_off_worker(srv):
+    """Run both clients on the CPUs vLLM reserves, not on its worker's.
+
+    On this CPU-only test bed the model computes on the cores the clients
+    run on, so a client's own CPU time slows the server it measures; the
+    reference's client costs about ten times ours (item 3).  On a Jetson the
+    GPU computes and the client cannot do that.  Both clients (this process,
+    and vllm bench serve, which inherits the affinity) get the same CPUs.
+    (Moving the server's own unbound threads there too was tried and did not
+    make rounds agree better: docs/benchmark.md, run H.)"""
+    every = os.sched_getaffinity(0)
+    bound = worker_cpus(srv.proc.pid)
+    free = every - bound
+    if not bound or not free:
+        log("item1: clients not pinned (worker cpus %s of %s)" % (sorted(bound), sorted(every)))
+        return None
+    os.sched_setaffinity(0, free)
+    log("item1: clients on cpus %s, the server's worker on %s" % (sorted(free), sorted(bound)))
+    return sorted(free)
+
+
 def item1(args):
     if args.lane:
         lane, srv = lane_server(args)
+        args.client_cpus = pin_clients_off_worker(srv)
         try:
             return _item1(args)
         finally:
@@ -328,10 +433,25 @@ def _item1(args):
         row["prefix_cache_hit_fraction"] = round((hits - before[0]) / max(1.0, queries - before[1]), 4)
         return row
 
+    # One workload for both clients: our runner sends, in the same order, the
+    # output lengths vllm bench serve draws for the run's seed.
+    # Prompts per level: at least --real-waves per stream, so a level's
+    # throughput is not decided by how its last two waves happen to drain.
+    prompts = dict((conc, max(args.real_prompts, args.real_waves * conc))
+                   for conc in args.real_concurrency)
+    lengths = reference_output_lengths(
+        args.vllm_bin, [(100 * r + conc, prompts[conc]) for r in range(3) for conc in args.real_concurrency],
+        args.real_input_len, args.real_output_len, args.real_output_range_ratio)
+
     def run_ours(r, conc):
         before = prefix_cache_counters(args.real_url)
-        run, dummy, cpu, res = ours(args.real_url, conc, args.real_prompts, args.real_input_len,
-                                    args.real_output_len, args.real_warmup, seed=100 * r + conc)
+        run, dummy, cpu, res = ours(args.real_url, conc, prompts[conc], args.real_input_len,
+                                    args.real_output_len, args.real_warmup, seed=100 * r + conc,
+                                    output_range_ratio=args.real_output_range_ratio,
+                                    output_lengths=lengths[100 * r + conc])
+        if run["output_tokens"] != sum(lengths[100 * r + conc]):
+            raise RuntimeError("ours produced %d output tokens, the workload has %d"
+                               % (run["output_tokens"], sum(lengths[100 * r + conc])))
         rounds["ours"].append(cold({"round": r, "concurrency": conc, "tpot": run["tpot_ms_p50"],
                                     "ttft": run["ttft_ms_p50"], "tput": run["throughput_tok_s"],
                                     "cpu_s": cpu, "tokens": run["output_tokens"]}, before))
@@ -340,8 +460,12 @@ def _item1(args):
     def run_ref(r, conc, model):
         before = prefix_cache_counters(args.real_url)
         data, rcpu = vllm_bench_serve(args.vllm_bin, args.real_url, model, args.tokenizer, conc,
-                                      args.real_prompts, args.real_input_len,
-                                      args.real_output_len, args.real_warmup, seed=100 * r + conc)
+                                      prompts[conc], args.real_input_len,
+                                      args.real_output_len, args.real_warmup, seed=100 * r + conc,
+                                      output_range_ratio=args.real_output_range_ratio)
+        if data.get("output_lens") != lengths[100 * r + conc]:
+            raise RuntimeError("vllm bench serve sent output lengths %s, not the %s given to ours"
+                               % (data.get("output_lens"), lengths[100 * r + conc]))
         rounds["ref"].append(cold({"round": r, "concurrency": conc, "tpot": data["median_tpot_ms"],
                                    "ttft": data["median_ttft_ms"], "tput": data["output_throughput"],
                                    "cpu_s": rcpu, "tokens": data["total_output_tokens"]}, before))
@@ -357,7 +481,9 @@ def _item1(args):
                 run_ref(r, conc, model)
                 run_ours(r, conc)
             log("item1 round %d c=%d ours %s ref %s" % (r, conc, rounds["ours"][-1], rounds["ref"][-1]))
-    out = {"rounds": rounds, "compare": {}}
+    out = {"rounds": rounds, "compare": {}, "output_range_ratio": args.real_output_range_ratio,
+           "client_cpus": getattr(args, "client_cpus", None),
+           "prompts": prompts, "input_len": args.real_input_len, "output_len": args.real_output_len}
     ok = True
     for conc in args.real_concurrency:
         cmp_ = {}
@@ -391,6 +517,11 @@ def main():
     ap.add_argument("--real-input-len", type=int, default=256)
     ap.add_argument("--real-output-len", type=int, default=128)
     ap.add_argument("--real-warmup", type=int, default=2)
+    ap.add_argument("--real-waves", type=int, default=8,
+                    help="measured requests per stream at least (prompts = max(--real-prompts, waves x c))")
+    ap.add_argument("--real-output-range-ratio", type=float, default=0.5,
+                    help="output lengths spread, the same for both clients (0: all equal, which locks a "
+                         "level's requests in phase; see docs/benchmark.md)")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args()
     SIM_BIN = args.sim_bin or SIM_BIN

@@ -11,7 +11,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 FAULTS = ("none", "http_500", "close_mid", "stall", "malformed", "no_usage",
-          "reject_token_ids", "error_event", "no_done")
+          "reject_token_ids", "error_event", "no_done", "short_output")
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -66,6 +66,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send(400, '{"error":"token ids not supported"}')
         chat = self.path.endswith("/chat/completions")
         n_out = int(body.get("max_tokens") or 16)
+        if fault == "short_output":  # stops early, as if ignore_eos were not honoured
+            n_out = max(1, n_out - 1)
         k = cfg.get("tokens_per_chunk", 1)
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")

@@ -237,3 +237,30 @@ def test_two_runs_with_one_seed_do_not_send_the_same_prompts():
     assert len(first) == len(second) == 4  # probe + 3
     assert not set(tuple(p[:4]) for p in first) & set(tuple(p[:4]) for p in second)
     assert sorted(p[4:] for p in first) == sorted(p[4:] for p in second)  # the seed still decides the rest
+
+
+def test_runner_spreads_output_lengths_like_vllm_bench_serve():
+    with FakeVLLM() as srv:
+        result, failure = br.run_benchmark(_cfg(srv, concurrency=[2], warmup_prompts=0, num_prompts=40,
+                                                output_len=8, output_range_ratio=0.5))
+        asked = [b["max_tokens"] for b in srv.bodies[1:]]  # after the probe
+    assert failure is None and result["warnings"] == []
+    assert len(asked) == 40 and min(asked) >= 4 and max(asked) <= 12 and len(set(asked)) > 3
+    assert result["runs"][0]["output_tokens"] == sum(asked)
+    assert result["config"]["output_range_ratio"] == 0.5
+
+
+def test_runner_clamps_with_the_longest_output():
+    with FakeVLLM(max_model_len=64) as srv:
+        result, _f = br.run_benchmark(_cfg(srv, concurrency=[1], warmup_prompts=0, input_len=60,
+                                           output_len=10, output_range_ratio=0.5))
+        longest_fits = all(len(b["prompt"]) + b["max_tokens"] <= 64 for b in srv.bodies)
+    assert longest_fits and result["config"]["input_len"] == 49  # 64 - ceil(10 * 1.5)
+    assert any("max_model_len" in w for w in result["warnings"])
+
+
+def test_runner_warns_when_requests_stop_short():
+    with FakeVLLM(fault="short_output") as srv:
+        result, failure = br.run_benchmark(_cfg(srv, concurrency=[1], warmup_prompts=0, num_prompts=3))
+    assert failure is None
+    assert any("3 requests returned fewer tokens" in w for w in result["warnings"])

@@ -47,3 +47,25 @@ def test_salt_rewrites_only_the_head():
     for p, orig in zip(salted, text):
         assert len(p.split()) == 50 and p.split()[4:] == orig.split()[4:]
         assert p.split()[:4] != orig.split()[:4]
+
+
+@pytest.mark.parametrize("out,ratio,bounds", [
+    (128, 0.0, (128, 128)), (128, 0.5, (64, 192)), (10, 0.25, (7, 13)), (1, 0.9, (1, 2)), (3, 0.99, (1, 6))])
+def test_output_len_bounds_follow_vllm_bench_serve(out, ratio, bounds):
+    # vllm bench serve: low = max(1, floor(out * (1 - r))), high = ceil(out * (1 + r)), inclusive
+    assert bp.output_len_bounds(out, ratio) == bounds
+
+
+@pytest.mark.parametrize("ratio", [-0.1, 1.0, 2])
+def test_output_len_bounds_reject_ratios_outside_0_1(ratio):
+    with pytest.raises(ValueError, match="output_range_ratio"):
+        bp.output_len_bounds(128, ratio)
+
+
+def test_output_lengths_seeded_uniform_and_fixed_at_zero():
+    assert bp.output_lengths(5, 128, 0.0, seed=1) == [128] * 5
+    a = bp.output_lengths(2000, 100, 0.5, seed=7)
+    assert a == bp.output_lengths(2000, 100, 0.5, seed=7)
+    assert a != bp.output_lengths(2000, 100, 0.5, seed=8)
+    assert min(a) == 50 and max(a) == 150  # both ends reachable, nothing outside
+    assert abs(sum(a) / 2000.0 - 100) < 3  # mean stays output_len
