@@ -264,7 +264,9 @@ def validate(p):
         if p[key] < 1:
             return "%s must be >= 1" % key
     if not 0 <= p["output_range_ratio"] < 1:
-        return "output_range_ratio must be within [0, 1) (as vllm bench serve's output range ratio)"
+        return ("output_range_ratio must be within [0, 1), got %s: 0 keeps every request at output_len, "
+                "0.5 spreads output lengths from half to one and a half times output_len"
+                % p["output_range_ratio"])
     if p["warmup_prompts"] < 0:
         return "warmup_prompts must be >= 0"
     for key in ("request_timeout", "max_duration"):

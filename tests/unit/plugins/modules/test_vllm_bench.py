@@ -68,7 +68,7 @@ def test_invalid_options_fail_before_any_request(bad):
     with FakeVLLM() as srv:
         failed, res = run_module(vllm_bench.main, _args(srv, **bad))
         assert srv.requests == 0
-    assert failed
+    assert failed and list(bad)[0] in res["msg"]  # the message names the option
 
 
 def test_api_key_is_sent_and_not_logged():
