@@ -101,3 +101,26 @@ def test_check_mode_changes_nothing(fleet):
         assert not fleet.lock_held(host)
     rows = fleet.report_rows("check")
     assert all(rows[h]["status"] == "planned" for h in REACHABLE), rows
+
+
+@pytest.mark.parametrize("bad,rule", [
+    ({"rollout_bench_output_range_ratio": 1.5}, "rollout_bench_output_range_ratio must be within [0, 1), got 1.5"),
+    ({"rollout_keep_throughput_gain": -1}, "keep_throughput_gain must be a non-negative number"),
+])
+def test_impossible_settings_are_refused_before_any_change(fleet, bad, rule):
+    """A setting no host can use fails every host in the read-only check, naming the rule; nothing changes."""
+    pids = dict((h, fleet.sh(h, "systemctl show -p MainPID --value vllm").stdout.strip()) for h in REACHABLE)
+    units = dict((h, fleet.unit(h)) for h in REACHABLE)
+    states = dict((h, fleet.state(h)) for h in REACHABLE)
+    rc, out, dummy = fleet.run("playbooks/rollout.yml", rollout_force=True, rollout_run_id="bad-%s" % sorted(bad)[0],
+                               **bad)
+    rec = recap(out)
+    assert rc == 2 or rc == 4, out[-3000:]
+    assert rule in out, out[-3000:]
+    assert "Benchmark the" not in out  # no host got as far as a benchmark
+    for host in REACHABLE:
+        assert rec[host]["failed"] == 1 and rec[host]["changed"] == 0, (host, rec[host])
+        assert fleet.unit(host) == units[host]
+        assert fleet.state(host) == states[host]
+        assert fleet.sh(host, "systemctl show -p MainPID --value vllm").stdout.strip() == pids[host]
+        assert not fleet.lock_held(host)

@@ -8,7 +8,7 @@ server, then starts the next, so only one vLLM runs at a time), all with --enfor
 in ~40 s instead of 55-75 s, same tok/s on this tiny model). Speculation is run at temperature
 0 only (this CPU build samples garbage at temperature > 0 with it on). The baseline server also
 answers the endpoint contract (tests/simulator/endpoint_contract.py, compared with the
-simulator) and, with JETSON_SPECDEC_LANE_BENCH_QUALITY=1, tests/bench/bench_quality.py item 1.
+simulator) and tests/bench/bench_quality.py item 1 (JETSON_SPECDEC_LANE_BENCH_QUALITY=0 skips it).
 """
 from __future__ import annotations
 
@@ -134,28 +134,42 @@ def test_endpoint_contract_matches_simulator(served, lane_results, tmp_path):
 
 
 def test_bench_quality_item1(served, lane_venv, lane_models, lane_results, lane_log_dir):
-    """Optional (JETSON_SPECDEC_LANE_BENCH_QUALITY=1, ~10 min): vllm_bench vs `vllm bench serve`.
+    """vllm_bench against `vllm bench serve` on a real vLLM (~8 min; JETSON_SPECDEC_LANE_BENCH_QUALITY=0 skips).
 
     bench_quality starts a server of its own (--lane): without prefix caching
-    and with one prefill per step; both clients send one workload (output
-    lengths spread by 0.5, the reference's draw) from the CPU vLLM reserves;
-    see docs/benchmark.md "Item 1"."""
+    and at most 256 prompt tokens per step; both clients send one workload
+    (64-token prompts, output lengths spread by 0.5, the reference's draw)
+    from the CPU vLLM reserves; see docs/benchmark.md "Item 1". The target is
+    5 % (medians of three alternating rounds; measured by the script and
+    reported in the docs); this gate is 10 %, so it fails on a wrong
+    definition (TTFT at the headers, throughput over the wrong wall time,
+    TPOT over all tokens) and not on this 2-core machine's noise. It also
+    checks, by the server's own counters, that both clients sent the same
+    prompt length and that no run was served from the prefix cache."""
     import os
     import subprocess
     if served.name != "baseline":
         pytest.skip("item 1 runs against the baseline")
-    if os.environ.get("JETSON_SPECDEC_LANE_BENCH_QUALITY", "") in ("", "0"):
-        pytest.skip("set JETSON_SPECDEC_LANE_BENCH_QUALITY=1 to measure bench_quality item 1")
+    if os.environ.get("JETSON_SPECDEC_LANE_BENCH_QUALITY", "1") == "0":
+        pytest.skip("JETSON_SPECDEC_LANE_BENCH_QUALITY=0")
     repo = Path(__file__).resolve().parents[2]
     cmd = [sys.executable, str(repo / "tests" / "bench" / "bench_quality.py"), "--items", "1", "--lane",
-           "--real-concurrency", "1,4", "--real-prompts", "16", "--real-input-len", "256",
-           "--real-output-len", "128", "--check"]
+           "--real-concurrency", "1,4", "--real-prompts", "16", "--real-input-len", "64",
+           "--real-output-len", "128", "--tolerance", "0.10", "--check"]
     env = dict(lane.server_env())
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env, check=False)
     (lane_log_dir / "bench_quality_item1.json").write_text(res.stdout)
     (lane_log_dir / "bench_quality_item1.log").write_text(res.stderr)
-    assert res.returncode == 0, res.stderr[-3000:]
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     import json
     report = json.loads(res.stdout)["item1"]
     lane_results["bench_quality:item1"] = report["compare"]
+    for row in report["rounds"]["ours"]:
+        # token-id prompts: exactly the asked length (probe and warm-up included)
+        assert row["prompt_tokens_per_request"] == 64.0, row
+        assert row["prefix_cache_hit_fraction"] == 0.0, row
+    for row in report["rounds"]["ref"]:
+        # its text prompts re-tokenize to about the asked length
+        assert abs(row["prompt_tokens_per_request"] - 64.0) <= 1.0, row
+        assert row["prefix_cache_hit_fraction"] == 0.0, row
     print("\n[lane] bench_quality item 1: " + json.dumps(report["compare"]))
