@@ -525,7 +525,8 @@ def main():
     ap.add_argument("--vllm-bin", help="the lane venv's vllm (for vllm bench serve)")
     ap.add_argument("--tokenizer", help="tokenizer dir for vllm bench serve (the served model's dir)")
     ap.add_argument("--real-concurrency", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8])
-    ap.add_argument("--real-prompts", type=int, default=20)
+    ap.add_argument("--real-prompts", type=int, default=16,
+                    help="item 1: measured prompts per level at least (c=1: 16; see --real-waves)")
     ap.add_argument("--real-input-len", type=int, default=64,
                     help="prompt tokens (64: a prefill costs about 4 decode steps on the lane's CPU; at 256 "
                          "it costs 14 and buries the clients' difference in the server's noise)")
