@@ -53,7 +53,9 @@ def output_len_bounds(output_len, range_ratio):
     """Inclusive [low, high] of output lengths, as ``vllm bench serve`` draws
     them with ``--random-range-ratio '{"input": 0, "output": r}'``."""
     if not 0 <= range_ratio < 1:
-        raise ValueError("output_range_ratio must be within [0, 1)")
+        raise ValueError("output_range_ratio must be within [0, 1), got %s: 0 keeps every request at "
+                         "output_len, 0.5 spreads output lengths from half to one and a half times "
+                         "output_len" % (range_ratio,))
     low = max(1, int(math.floor(output_len * (1 - range_ratio))))
     high = max(1, int(math.ceil(output_len * (1 + range_ratio))))
     return low, high

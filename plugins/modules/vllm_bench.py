@@ -228,6 +228,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.jetson.specdec.plugins.module_utils.bench_client import BenchError
+from ansible_collections.jetson.specdec.plugins.module_utils.bench_prompts import output_len_bounds
 from ansible_collections.jetson.specdec.plugins.module_utils.bench_runner import run_benchmark
 
 
@@ -263,10 +264,10 @@ def validate(p):
     for key in ("num_prompts", "input_len", "output_len"):
         if p[key] < 1:
             return "%s must be >= 1" % key
-    if not 0 <= p["output_range_ratio"] < 1:
-        return ("output_range_ratio must be within [0, 1), got %s: 0 keeps every request at output_len, "
-                "0.5 spreads output lengths from half to one and a half times output_len"
-                % p["output_range_ratio"])
+    try:  # the runner's own rule (and its message)
+        output_len_bounds(p["output_len"], p["output_range_ratio"])
+    except ValueError as exc:
+        return str(exc)
     if p["warmup_prompts"] < 0:
         return "warmup_prompts must be >= 0"
     for key in ("request_timeout", "max_duration"):

@@ -226,15 +226,23 @@ def reference_output_lengths(vllm_bin, runs, input_len, output_len, ratio):
         "                               a['input_len'], a['output_len'], Tok())[1]\n"
         "    out[str(seed)] = [int(x) for x in lens]\n"
         "print(json.dumps(out))\n")
+    out = lane_python(vllm_bin, script, {"runs": [list(run) for run in runs], "ratio": ratio,
+                                         "input_len": input_len, "output_len": output_len},
+                      "draw vllm bench serve's output lengths")
+    return dict((int(k), v) for k, v in out.items())
+
+
+def lane_python(vllm_bin, script, arg, what):
+    """Run ``script`` in the interpreter beside ``vllm_bin`` (it has vLLM and
+    its tokenizers) with ``arg`` as JSON in argv[1]; returns the JSON of its
+    last stdout line."""
     python = os.path.join(os.path.dirname(vllm_bin), "python")
-    arg = json.dumps({"runs": [list(run) for run in runs], "ratio": ratio,
-                      "input_len": input_len, "output_len": output_len})
-    env = dict(os.environ, VLLM_NO_USAGE_STATS="1")
-    proc = subprocess.run([python, "-c", script, arg], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          env=env, universal_newlines=True, timeout=600, check=False)
+    env = dict(os.environ, VLLM_NO_USAGE_STATS="1", HF_HUB_OFFLINE="1")
+    proc = subprocess.run([python, "-c", script, json.dumps(arg)], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=env, universal_newlines=True, timeout=600, check=False)
     if proc.returncode:
-        raise RuntimeError("cannot draw vllm bench serve's output lengths:\n" + proc.stderr[-2000:])
-    return dict((int(k), v) for k, v in json.loads(proc.stdout.strip().splitlines()[-1]).items())
+        raise RuntimeError("cannot %s:\n%s" % (what, proc.stderr[-2000:]))
+    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def expected_acceptance(alpha, k):

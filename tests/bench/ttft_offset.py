@@ -14,8 +14,8 @@ Run from the repository root (prints JSON):
 import argparse
 import json
 import os
-import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_quality as bq  # noqa: E402 - item 1's lane server and the collection's client
@@ -42,18 +42,13 @@ print(json.dumps(out))
 
 def same_tokens(vllm_bin, tokenizer, input_len, count, seed):
     """``count`` (text, token ids) pairs of ``input_len`` tokens each."""
-    python = os.path.join(os.path.dirname(vllm_bin), "python")
-    arg = json.dumps({"tokenizer": tokenizer, "input_len": input_len, "count": count, "seed": seed})
-    proc = subprocess.run([python, "-c", SAME_TOKENS, arg], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          env=dict(os.environ, HF_HUB_OFFLINE="1"), universal_newlines=True, timeout=600,
-                          check=False)
-    if proc.returncode:
-        raise RuntimeError("cannot build the prompts:\n" + proc.stderr[-2000:])
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return bq.lane_python(vllm_bin, SAME_TOKENS, {"tokenizer": tokenizer, "input_len": input_len,
+                                                  "count": count, "seed": seed}, "build the prompts")
 
 
 def measure(url, model, pairs, output_len):
-    """{form: [ttft ms], "prompt_tokens": {form: set}} over ``pairs``, one request at a time."""
+    """({form: [TTFT ms]}, {form: prompt token counts the server reported}) over ``pairs``,
+    one request at a time."""
     target = bq.bench_client.Target(url)
     client = bq.bench_client.StreamClient(target, "completions")
     ttft = {"text": [], "token_ids": []}
@@ -63,7 +58,7 @@ def measure(url, model, pairs, output_len):
             forms = [("text", text), ("token_ids", ids)]
             for form, prompt in (forms if i % 2 == 0 else forms[::-1]):
                 body = bq.bench_client.build_payload("completions", model, prompt, output_len)
-                rec = client.stream(body, 120, bq.time.perf_counter() + 300)
+                rec = client.stream(body, 120, time.perf_counter() + 300)
                 if not rec["ok"]:
                     raise RuntimeError("%s prompt failed: %s" % (form, rec["reason"]))
                 ttft[form].append(rec["ttft"] * 1000.0)
