@@ -25,7 +25,7 @@ requirements:
 
 from ansible.plugins.callback import CallbackBase
 
-from ansible_collections.jetson.specdec.plugins.module_utils.fleet_report import (
+from ansible_collections.jetson.specdec.plugins.module_utils.record.report import (
     fmt_num, fmt_pair, host_row,
 )
 

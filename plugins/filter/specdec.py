@@ -12,11 +12,11 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_catalog import (
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import (
     select_speculation,
 )
-from ansible_collections.jetson.specdec.plugins.module_utils.plain_data import plain
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import (
+from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data import plain
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import (
     SpecConfigError, render_spec_config_json, systemd_command_line, systemd_quote, validate_model_ref,
     validate_served_name,
 )

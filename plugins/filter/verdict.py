@@ -7,7 +7,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_verdict import spec_verdict as _spec_verdict
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import spec_verdict as _spec_verdict
 
 
 def spec_verdict(baseline, candidate, **params):

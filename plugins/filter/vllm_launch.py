@@ -9,10 +9,10 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.jetson.specdec.plugins.module_utils.plain_data import plain
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import SpecConfigError
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_rules import fallback_rungs, plan_launch
-from ansible_collections.jetson.specdec.plugins.module_utils.vllm_launch import (
+from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data import plain
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import SpecConfigError
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.rules import fallback_rungs, plan_launch
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.argv import (
     classify_failure,
     container_argv,
     native_argv,

@@ -117,10 +117,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.jetson.specdec.plugins.module_utils.fleet_report import (
+from ansible_collections.jetson.specdec.plugins.module_utils.record.report import (
     build_report, chart_series, render_html, render_markdown,
 )
-from ansible_collections.jetson.specdec.plugins.module_utils.rollout_state import (
+from ansible_collections.jetson.specdec.plugins.module_utils.record.state import (
     atomic_write_text, iso, utc_now,
 )
 

@@ -264,7 +264,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.jetson.specdec.plugins.module_utils.jetson_detect import gather
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson.detect import gather
 
 ROOT_BIN_DIRS = ("usr/sbin", "usr/bin", "sbin", "bin", "usr/local/bin")
 

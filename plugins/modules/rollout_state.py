@@ -183,11 +183,11 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.jetson.specdec.plugins.module_utils.rollout_state import (
+from ansible_collections.jetson.specdec.plugins.module_utils.record.state import (
     StateError, acquire_lock, atomic_write_text, config_hash, content_differs, dump_state,
     merge_state, needs_rollout, read_state, release_lock, utc_now,
 )
-from ansible_collections.jetson.specdec.plugins.module_utils.textfile_metrics import render, write_textfile
+from ansible_collections.jetson.specdec.plugins.module_utils.record.textfile import render, write_textfile
 
 _WRITE_FIELDS = ("status", "last_good", "verdict", "benchmarks", "attempts", "info", "error")
 

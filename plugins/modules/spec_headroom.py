@@ -194,14 +194,14 @@ breakdown:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import (
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import (
     METHODS_WITHOUT_MODEL, SpecConfigError, validate_model_ref, validate_spec_config,
 )
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_memory import (
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.memory import (
     KV_CACHE_DTYPES, SpecMemoryError, compute_headroom, gather_model_facts, parse_meminfo,
     validate_utilization,
 )
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_catalog import (
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import (
     CATALOG_VAR, NO_SPECULATION_FAMILIES, normalize_family,
 )
 

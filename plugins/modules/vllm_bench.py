@@ -227,9 +227,9 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.jetson.specdec.plugins.module_utils.bench_client import BenchError
-from ansible_collections.jetson.specdec.plugins.module_utils.bench_prompts import output_len_bounds
-from ansible_collections.jetson.specdec.plugins.module_utils.bench_runner import run_benchmark
+from ansible_collections.jetson.specdec.plugins.module_utils.bench.client import BenchError
+from ansible_collections.jetson.specdec.plugins.module_utils.bench.prompts import output_len_bounds
+from ansible_collections.jetson.specdec.plugins.module_utils.bench.runner import run_benchmark
 
 
 def build_module():

@@ -90,7 +90,7 @@ import json
 import time
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.jetson.specdec.plugins.module_utils.vllm_health import (
+from ansible_collections.jetson.specdec.plugins.module_utils.vllm.health import (
     JOURNAL_SCAN_LINES,
     cause_lines,
     drop_noise,
@@ -100,7 +100,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.vllm_health import 
     split_url,
     unit_verdict,
 )
-from ansible_collections.jetson.specdec.plugins.module_utils.vllm_launch import classify_failure
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.argv import classify_failure
 
 SHOW_PROPS = ["ActiveState", "SubState", "NRestarts", "ExecMainStatus", "Result"]
 

@@ -53,10 +53,10 @@ def _import_collection():
 
 
 _import_collection()
-from ansible_collections.jetson.specdec.plugins.module_utils import bench_client  # noqa: E402
-from ansible_collections.jetson.specdec.plugins.module_utils import bench_prometheus  # noqa: E402
-from ansible_collections.jetson.specdec.plugins.module_utils import bench_runner  # noqa: E402
-from ansible_collections.jetson.specdec.plugins.module_utils import bench_stats  # noqa: E402
+from ansible_collections.jetson.specdec.plugins.module_utils.bench import client as bench_client  # noqa: E402
+from ansible_collections.jetson.specdec.plugins.module_utils.bench import prometheus as bench_prometheus  # noqa: E402
+from ansible_collections.jetson.specdec.plugins.module_utils.bench import runner as bench_runner  # noqa: E402
+from ansible_collections.jetson.specdec.plugins.module_utils.bench import stats as bench_stats  # noqa: E402
 
 
 def log(msg):

@@ -35,7 +35,7 @@ def percentile(values, share):
 
 
 def bench_detection(runs):
-    from ansible_collections.jetson.specdec.plugins.module_utils.jetson_detect import gather
+    from ansible_collections.jetson.specdec.plugins.module_utils.jetson.detect import gather
     roots = sorted(os.path.join(BOARDS, n, "root") for n in os.listdir(BOARDS)
                    if os.path.isdir(os.path.join(BOARDS, n, "root")))
     samples = []

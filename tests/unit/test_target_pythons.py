@@ -43,7 +43,7 @@ GIB = 1024 ** 3
 FACTS_SCRIPT = r"""
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
-from ansible_collections.jetson.specdec.plugins.module_utils.jetson_detect import gather
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson.detect import gather
 out = {}
 for name in json.loads(sys.argv[3]):
     out[name] = gather(os.path.join(sys.argv[2], name, "root"))

@@ -32,7 +32,7 @@ def test_filter_turns_bad_parameters_into_filter_errors():
 
 
 def test_sidecar_docs_cover_every_parameter():
-    from ansible_collections.jetson.specdec.plugins.module_utils.spec_verdict import DEFAULTS
+    from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import DEFAULTS
     with open(os.path.join(FILTER_DIR, "spec_verdict.yml")) as handle:
         doc = yaml.safe_load(handle)
     options = doc["DOCUMENTATION"]["options"]

@@ -4,8 +4,8 @@ import time
 
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils import bench_client as bc
-from ansible_collections.jetson.specdec.plugins.module_utils import bench_runner as br
+from ansible_collections.jetson.specdec.plugins.module_utils.bench import client as bc
+from ansible_collections.jetson.specdec.plugins.module_utils.bench import runner as br
 from ansible_collections.jetson.specdec.tests.unit.plugins.module_utils.bench_fake_vllm import FakeVLLM
 
 

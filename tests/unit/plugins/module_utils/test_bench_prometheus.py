@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils import bench_prometheus as bp
+from ansible_collections.jetson.specdec.plugins.module_utils.bench import prometheus as bp
 
 TEXT = r'''# HELP vllm:spec_decode_num_drafts Number of spec decoding drafts.
 # TYPE vllm:spec_decode_num_drafts counter

@@ -1,6 +1,6 @@
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils import bench_prompts as bp
+from ansible_collections.jetson.specdec.plugins.module_utils.bench import prompts as bp
 
 
 def test_token_ids_length_range_and_seed():

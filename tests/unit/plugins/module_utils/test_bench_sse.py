@@ -1,4 +1,4 @@
-from ansible_collections.jetson.specdec.plugins.module_utils.bench_sse import SSEParser
+from ansible_collections.jetson.specdec.plugins.module_utils.bench.sse import SSEParser
 
 STREAM = (b'data: {"choices":[{"text":"a"}]}\n\n'
           b': keep-alive\n\n'

@@ -2,7 +2,7 @@ import random
 
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils import bench_stats as bs
+from ansible_collections.jetson.specdec.plugins.module_utils.bench import stats as bs
 
 
 @pytest.mark.parametrize("p", [0, 1, 25, 50, 90, 99, 99.9, 100])

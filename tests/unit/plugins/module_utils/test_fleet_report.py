@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils import fleet_report as fr
+from ansible_collections.jetson.specdec.plugins.module_utils.record import report as fr
 
 
 def bench(tok_s, tpot, c8=None, acceptance=None):

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 jetson.specdec contributors
 # SPDX-License-Identifier: Apache-2.0
-from ansible_collections.jetson.specdec.plugins.module_utils.jetson_bootcontrol import parse_boot_control
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson.bootcontrol import parse_boot_control
 
 ORIN = ("TNSPEC 3701-500-0000-J.0-1-1-jetson-agx-orin-devkit-\n"
         "COMPATIBLE_SPEC 3701--0000--1--jetson-agx-orin-devkit-\n"

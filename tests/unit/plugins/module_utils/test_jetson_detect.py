@@ -9,8 +9,8 @@ import shutil
 
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils import jetson_files
-from ansible_collections.jetson.specdec.plugins.module_utils.jetson_detect import gather
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import files as jetson_files
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson.detect import gather
 
 BOARDS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", "fixtures", "boards"))
 NAMES = sorted(name for name in os.listdir(BOARDS) if os.path.isfile(os.path.join(BOARDS, name, "expected.json")))

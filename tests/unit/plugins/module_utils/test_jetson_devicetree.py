@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 jetson.specdec contributors
 # SPDX-License-Identifier: Apache-2.0
-from ansible_collections.jetson.specdec.plugins.module_utils import jetson_devicetree as dt
-from ansible_collections.jetson.specdec.plugins.module_utils.jetson_boards import KNOWN_BOARDS
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import devicetree as dt
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson.boards import KNOWN_BOARDS
 
 THOR = b"nvidia,p4071-0000+p3834-0008\x00nvidia,p3834-0008\x00nvidia,tegra264\x00"
 SUPER = b"nvidia,p3768-0000+p3767-0005-super\x00nvidia,p3767-0005\x00nvidia,tegra234\x00"

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 jetson.specdec contributors
 # SPDX-License-Identifier: Apache-2.0
-from ansible_collections.jetson.specdec.plugins.module_utils.jetson_files import RootReader
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson.files import RootReader
 
 
 def test_reads_under_root_and_reports_problems(tmp_path):

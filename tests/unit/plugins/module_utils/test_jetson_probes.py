@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils import jetson_probes as pr
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import probes as pr
 
 
 @pytest.mark.parametrize("output, expected", [

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils import jetson_release as rel
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import release as rel
 
 
 @pytest.mark.parametrize("line, release, major", [

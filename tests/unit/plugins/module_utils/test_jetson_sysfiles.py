@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 jetson.specdec contributors
 # SPDX-License-Identifier: Apache-2.0
-from ansible_collections.jetson.specdec.plugins.module_utils import jetson_sysfiles as sf
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import sysfiles as sf
 
 
 def test_meminfo_in_bytes():

@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils import rollout_state as rs
+from ansible_collections.jetson.specdec.plugins.module_utils.record import state as rs
 
 NOW = datetime.datetime(2026, 3, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
 

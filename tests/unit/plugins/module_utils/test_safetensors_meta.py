@@ -7,8 +7,8 @@ import struct
 
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils import safetensors_meta as stm
-from ansible_collections.jetson.specdec.plugins.module_utils.safetensors_meta import (
+from ansible_collections.jetson.specdec.plugins.module_utils.launch import safetensors as stm
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.safetensors import (
     ModelFileError, hf_snapshot_dir, index_total_size, local_model_dir, parse_safetensors_header,
     safetensors_weight_bytes, weight_bytes_in_dir,
 )

@@ -6,10 +6,10 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_catalog import (
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import (
     catalog_model_facts, select_speculation,
 )
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import (
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import (
     SpecConfigError, validate_model_ref,
 )
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import (
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import (
     SpecConfigError, render_spec_config_json, systemd_command_line, systemd_quote, validate_model_ref,
     validate_served_name, validate_spec_config,
 )

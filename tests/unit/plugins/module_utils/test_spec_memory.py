@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_memory import (
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.memory import (
     BASE_OVERHEAD_BYTES, GIB, SpecMemoryError, compute_headroom, gather_model_facts,
     kv_bytes_per_token_from_config, overhead_allowance, parse_meminfo, recommend_utilization,
     validate_utilization,

@@ -1,7 +1,7 @@
 """The Jetson speculative-decoding rules (plan_launch) and the fallback rungs."""
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_rules import (
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.rules import (
     fallback_rungs,
     image_vllm_version,
     is_orin_image,

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_verdict import (
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import (
     median, pool_level, sample_cv, spec_verdict, validate_params,
 )
 

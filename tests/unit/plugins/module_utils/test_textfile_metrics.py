@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils import textfile_metrics as tm
+from ansible_collections.jetson.specdec.plugins.module_utils.record import textfile as tm
 
 _SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})? (\S+)$')
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\\n]|\\["\\n])*)"(,|$)')
@@ -76,7 +76,7 @@ def test_render_parses_and_has_expected_values():
 
 
 def test_render_matches_the_project_parser():
-    from ansible_collections.jetson.specdec.plugins.module_utils.bench_prometheus import parse_text
+    from ansible_collections.jetson.specdec.plugins.module_utils.bench.prometheus import parse_text
     text = tm.render(STATE)
     assert len(parse_text(text)) == len(strict_parse(text))
 

@@ -5,7 +5,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils.vllm_health import (
+from ansible_collections.jetson.specdec.plugins.module_utils.vllm.health import (
     cause_lines,
     drop_noise,
     http_get,

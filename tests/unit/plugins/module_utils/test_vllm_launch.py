@@ -3,8 +3,8 @@ import json
 
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import SpecConfigError, systemd_command_line
-from ansible_collections.jetson.specdec.plugins.module_utils.vllm_launch import (
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import SpecConfigError, systemd_command_line
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.argv import (
     classify_failure,
     container_argv,
     native_argv,

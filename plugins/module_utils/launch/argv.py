@@ -14,7 +14,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import (
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import (
     SpecConfigError,
     render_spec_config_json,
     validate_model_ref,

@@ -26,7 +26,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_catalog import select_speculation
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import select_speculation
 
 SPEC_FAMILIES = ("thor", "agx_orin")
 NO_EAGLE3_FAMILIES = ("orin_nx", "orin_nano")

@@ -10,14 +10,14 @@ supplies it; tests pass a fake. Nothing here raises on bad input.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.jetson.specdec.plugins.module_utils import jetson_boards as boards
-from ansible_collections.jetson.specdec.plugins.module_utils import jetson_devicetree as dt
-from ansible_collections.jetson.specdec.plugins.module_utils import jetson_probes as probes
-from ansible_collections.jetson.specdec.plugins.module_utils import jetson_release as release
-from ansible_collections.jetson.specdec.plugins.module_utils import jetson_sysfiles as sysfiles
-from ansible_collections.jetson.specdec.plugins.module_utils.jetson_bootcontrol import parse_boot_control
-from ansible_collections.jetson.specdec.plugins.module_utils.jetson_classify import classify
-from ansible_collections.jetson.specdec.plugins.module_utils.jetson_files import RootReader
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import boards as boards
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import devicetree as dt
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import probes as probes
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import release as release
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import sysfiles as sysfiles
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson.bootcontrol import parse_boot_control
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson.classify import classify
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson.files import RootReader
 
 # Below this share of MemAvailable, L4T < 39 boards may be holding memory freed by
 # an exited vLLM container (jetson-memory-audit skill).

@@ -31,7 +31,7 @@ try:  # Python 3
 except ImportError:  # pragma: no cover - Python 2 is not supported on hosts
     raise
 
-from ansible_collections.jetson.specdec.plugins.module_utils.bench_sse import SSEParser
+from ansible_collections.jetson.specdec.plugins.module_utils.bench.sse import SSEParser
 
 perf_counter = time.perf_counter
 READ_BLOCK = 65536

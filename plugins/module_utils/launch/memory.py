@@ -22,10 +22,10 @@ __metaclass__ = type
 import math
 from fractions import Fraction
 
-from ansible_collections.jetson.specdec.plugins.module_utils.safetensors_meta import (
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.safetensors import (
     ModelFileError, local_model_dir, read_json_file, weight_bytes_in_dir,
 )
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_catalog import (
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import (
     CATALOG_VAR, catalog_model_facts,
 )
 

@@ -13,7 +13,7 @@ __metaclass__ = type
 
 import html
 
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_verdict import (
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import (
     median, pool_level, pooled_acceptance,
 )
 

@@ -16,10 +16,10 @@ import datetime
 import math
 import os
 
-from ansible_collections.jetson.specdec.plugins.module_utils.rollout_state import (
+from ansible_collections.jetson.specdec.plugins.module_utils.record.state import (
     atomic_write_text, parse_iso,
 )
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_verdict import pool_level, pooled_acceptance
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import pool_level, pooled_acceptance
 
 FILENAME = "jetson_specdec.prom"
 PHASES = ("baseline", "candidate", "final")

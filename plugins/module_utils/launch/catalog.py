@@ -17,7 +17,7 @@ Rules encoded (jetson-speculative-decoding skill):
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.jetson.specdec.plugins.module_utils.spec_config import (
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import (
     SpecConfigError, validate_model_ref,
 )
 

@@ -17,10 +17,10 @@ import sys
 import threading
 import time
 
-from ansible_collections.jetson.specdec.plugins.module_utils import bench_client as bc
-from ansible_collections.jetson.specdec.plugins.module_utils import bench_prometheus as bp
-from ansible_collections.jetson.specdec.plugins.module_utils import bench_prompts
-from ansible_collections.jetson.specdec.plugins.module_utils.bench_stats import summarize_level
+from ansible_collections.jetson.specdec.plugins.module_utils.bench import client as bc
+from ansible_collections.jetson.specdec.plugins.module_utils.bench import prometheus as bp
+from ansible_collections.jetson.specdec.plugins.module_utils.bench import prompts as bench_prompts
+from ansible_collections.jetson.specdec.plugins.module_utils.bench.stats import summarize_level
 
 perf_counter = time.perf_counter
 SIM_HEADER = "x-jetson-simulated"
