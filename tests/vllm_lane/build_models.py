@@ -10,6 +10,14 @@ Layout of the output directory (cached by content hash of this file and prompts.
   draft-perturbed/  draft-prefix with seeded Gaussian noise added to lm_head; the noise scale
                     is chosen from a fixed grid so the acceptance rate simulated here (greedy,
                     k=NUM_SPECULATIVE_TOKENS, on the lane's prompts) is closest to 0.65.
+  eagle3-head/      an EAGLE-3 head for the target in the format of the published heads
+                    (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B): architecture LlamaForCausalLMEagle3,
+                    one "midlayer" whose attention reads [embedding, hidden] (2 x hidden), "fc"
+                    over three of the target's hidden states, its own lm_head over a smaller
+                    draft vocabulary with the d2t/t2d maps, no embed_tokens (vLLM shares the
+                    target's). Random weights: vLLM loads and runs it, acceptance is ~0.
+  draft-othervocab/ a 1-layer Llama with vocab_size 2048 (the target has 1024): the draft vLLM
+                    refuses with "Target and draft model should have the same vocabulary size."
   build.json        what was built and the simulated acceptance of each draft.
 Every model dir holds the same byte-level BPE tokenizer, trained here on generated text.
 
@@ -42,6 +50,12 @@ MAX_POS = 2048
 TARGET_ACCEPTANCE = 0.65
 NOISE_GRID = [0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.1, 0.15, 0.2, 0.3, 0.5, 1.0]
 EOT = "<|endoftext|>"
+# The EAGLE-3 head's own output vocabulary (published heads: 32000 of Llama-3.1's 128256).
+EAGLE3_DRAFT_VOCAB = 512
+# Which of the target's hidden states the head reads (vLLM's default for a 6-layer model
+# would be (2, 3, 3): two of them the same layer, so the fc input would be 2 x hidden, not 3).
+EAGLE3_AUX_LAYERS = [1, 3, 5]
+OTHER_VOCAB = 2048
 
 WORDS = (
     "the a an and or but of to in on at by for with from into over under after before "
@@ -144,6 +158,60 @@ def prefix_of(target, tokenizer):
     return draft
 
 
+def eagle3_head(out: Path) -> None:
+    """Write an EAGLE-3 head for the target: config.json + model.safetensors (see the docstring)."""
+    import torch
+    from safetensors.torch import save_file
+
+    gen = torch.Generator().manual_seed(SEED + 33)
+
+    def rand(*shape):
+        return (torch.randn(*shape, generator=gen) * 0.02).contiguous()
+
+    layer = "midlayer."
+    weights = {
+        layer + "self_attn.q_proj.weight": rand(HIDDEN, 2 * HIDDEN),
+        layer + "self_attn.k_proj.weight": rand(HIDDEN, 2 * HIDDEN),
+        layer + "self_attn.v_proj.weight": rand(HIDDEN, 2 * HIDDEN),
+        layer + "self_attn.o_proj.weight": rand(HIDDEN, HIDDEN),
+        layer + "mlp.gate_proj.weight": rand(INTERMEDIATE, HIDDEN),
+        layer + "mlp.up_proj.weight": rand(INTERMEDIATE, HIDDEN),
+        layer + "mlp.down_proj.weight": rand(HIDDEN, INTERMEDIATE),
+        layer + "input_layernorm.weight": torch.ones(HIDDEN),
+        layer + "hidden_norm.weight": torch.ones(HIDDEN),
+        layer + "post_attention_layernorm.weight": torch.ones(HIDDEN),
+        "fc.weight": rand(HIDDEN, len(EAGLE3_AUX_LAYERS) * HIDDEN),
+        "norm.weight": torch.ones(HIDDEN),
+        "lm_head.weight": rand(EAGLE3_DRAFT_VOCAB, HIDDEN),
+        # d2t: offset from a draft id to its target id; t2d: which target ids the head can emit.
+        "d2t": torch.zeros(EAGLE3_DRAFT_VOCAB, dtype=torch.long),
+        "t2d": torch.arange(VOCAB) < EAGLE3_DRAFT_VOCAB,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    save_file(weights, str(out / "model.safetensors"))
+    config = {
+        "architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama",
+        "hidden_size": HIDDEN, "intermediate_size": INTERMEDIATE, "num_hidden_layers": 1,
+        "num_attention_heads": HEADS, "num_key_value_heads": HEADS, "hidden_act": "silu",
+        "vocab_size": VOCAB, "draft_vocab_size": EAGLE3_DRAFT_VOCAB,
+        "max_position_embeddings": MAX_POS, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+        "tie_word_embeddings": False, "torch_dtype": "float32",
+        "eagle_config": {"eagle_aux_hidden_state_layer_ids": EAGLE3_AUX_LAYERS, "use_aux_hidden_state": True},
+    }
+    (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+
+
+def other_vocab_draft(tokenizer, out: Path) -> None:
+    """A 1-layer Llama whose vocab_size differs from the target's (vLLM refuses the pair)."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    config = llama_config(tokenizer, 1)
+    config.vocab_size = OTHER_VOCAB
+    torch.manual_seed(SEED + 55)
+    save(LlamaForCausalLM(config).to(torch.float32).eval(), tokenizer, out)
+
+
 def greedy_trajectories(target, tokenizer) -> list[tuple[int, list[int]]]:
     """(prompt length, prompt + MAX_TOKENS greedy tokens) per prompt, EOS ignored."""
     import torch
@@ -217,6 +285,8 @@ def build(out: Path) -> dict:
 
     unrelated = new_model(tokenizer, 1, SEED + 99)
     save(unrelated, tokenizer, out / "draft-unrelated")
+    eagle3_head(out / "eagle3-head")
+    other_vocab_draft(tokenizer, out / "draft-othervocab")
 
     trajs = greedy_trajectories(target, tokenizer)
     sims = {"draft-prefix": simulated_acceptance(prefix, trajs),
@@ -245,6 +315,8 @@ def build(out: Path) -> dict:
         "target": {"hidden": HIDDEN, "layers": TARGET_LAYERS, "zeroed_layers": "1..5",
                    "max_position_embeddings": MAX_POS},
         "num_speculative_tokens": NUM_SPECULATIVE_TOKENS,
+        "eagle3_head": {"draft_vocab_size": EAGLE3_DRAFT_VOCAB, "aux_layers": EAGLE3_AUX_LAYERS},
+        "other_vocab_size": OTHER_VOCAB,
         "simulated_acceptance": sims,
         "perturbed_noise_grid": tried,
         "sample_target_output": tokenizer.decode(trajs[0][1][trajs[0][0]:][:40]),

@@ -51,7 +51,7 @@ def lane_models(lane_venv) -> Path:
     models = Path(given) if given else Path(
         _last_line([str(lane_venv / "bin" / "python"), str(HERE / "build_models.py")], 1200))
     EXTRA["models_prepare_s"] = round(time.monotonic() - t0, 1)
-    for d in ("target", "draft-prefix", "draft-unrelated", "draft-perturbed"):
+    for d in ("target", "draft-prefix", "draft-unrelated", "draft-perturbed", "eagle3-head", "draft-othervocab"):
         assert (models / d / "config.json").exists(), f"missing {models / d}"
     EXTRA["models_dir"] = str(models)
     EXTRA["build"] = json.loads((models / "build.json").read_text())

@@ -23,17 +23,23 @@ def _cases(models: Path):
         "missing_draft_dir": ({"method": "draft_model", "model": str(models / "no-such-draft"),
                                "num_speculative_tokens": 3},
                               1, ["Invalid repository ID or local directory specified"]),
+        # vLLM's own check (vllm/config/speculative.py); the role refuses this pair in preflight
+        # (launch/rules.py draft compatibility), so only a hand-written unit could reach it.
+        "other_vocab": ({"method": "draft_model", "model": str(models / "draft-othervocab"),
+                         "num_speculative_tokens": 3},
+                        1, ["Target and draft model should have the same vocabulary size.",
+                            "Target model vocab_size=1024. Draft model vocab_size=2048."]),
         "malformed_json": ('{"method": "draft_model", "num_speculative_tokens": 3',
                            2, ["argument --speculative-config/-sc", "cannot be converted"]),
     }
 
 
-CASES = ["negative_k", "unknown_method", "missing_draft_dir", "malformed_json"]
+CASES = ["negative_k", "unknown_method", "missing_draft_dir", "other_vocab", "malformed_json"]
 
 
 @pytest.fixture(scope="module")
 def outcomes(lane_venv, lane_models):
-    """All four refusals at once: each is a vLLM import and a config check, not a server."""
+    """All refusals at once: each is a vLLM import and a config check, not a server."""
     from concurrent.futures import ThreadPoolExecutor
     cases = _cases(lane_models)
     with ThreadPoolExecutor(max_workers=len(CASES)) as pool:
