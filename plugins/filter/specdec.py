@@ -17,8 +17,10 @@ from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog impo
 )
 from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data import plain
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import (
-    SpecConfigError, render_spec_config_json, systemd_command_line, systemd_quote, validate_model_ref,
-    validate_served_name,
+    SpecConfigError, render_spec_config_json, validate_model_ref, validate_served_name,
+)
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.systemd import (
+    SystemdQuoteError, systemd_command_line, systemd_quote,
 )
 
 
@@ -26,7 +28,7 @@ def _wrap(func, name):
     def filter_func(*args, **kwargs):
         try:
             return func(*[plain(a) for a in args], **dict((k, plain(v)) for k, v in kwargs.items()))
-        except SpecConfigError as exc:
+        except (SpecConfigError, SystemdQuoteError) as exc:
             raise AnsibleFilterError("jetson.specdec.%s: %s" % (name, exc))
     filter_func.__name__ = name
     filter_func.__doc__ = func.__doc__

@@ -13,10 +13,10 @@ from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data i
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import SpecConfigError
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.rules import fallback_rungs, plan_launch
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.argv import (
-    classify_failure,
     container_argv,
     native_argv,
 )
+from ansible_collections.jetson.specdec.plugins.module_utils.vllm.failure import classify_failure
 
 
 def vllm_launch_argv(opts, runtime="native"):

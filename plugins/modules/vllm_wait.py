@@ -100,7 +100,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.vllm.health import 
     split_url,
     unit_verdict,
 )
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.argv import classify_failure
+from ansible_collections.jetson.specdec.plugins.module_utils.vllm.failure import classify_failure
 
 SHOW_PROPS = ["ActiveState", "SubState", "NRestarts", "ExecMainStatus", "Result"]
 

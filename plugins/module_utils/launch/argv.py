@@ -119,27 +119,3 @@ def container_argv(opts):
     if opts.get("env_file"):
         argv += ["--env-file", opts["env_file"]]
     return argv + [image, "vllm", "serve"] + serve_args(opts)
-
-
-# What a failed start looks like in vLLM's log, most specific first.
-_CAUSES = (
-    ("out_of_memory", (r"Free memory on device .* is less than desired GPU memory utilization",
-                       r"larger than the available KV cache memory", r"No available memory for the cache blocks",
-                       r"CUDA out of memory", r"OutOfMemoryError", r"Out of memory: Killed process",
-                       r"oom-kill", r"status=9/KILL")),
-    ("rejected_speculative_config", (r"speculative[-_]config", r"SpeculativeConfig", r"num_speculative_tokens",
-                                     r"Unsupported speculative method", r"Eagle3 is only supported")),
-    ("model_not_found", (r"Invalid repository ID or local directory", r"Repository Not Found",
-                         r"does not appear to have a file named", r"is not a local folder and is not a valid model")),
-    ("bad_arguments", (r"unrecognized arguments", r"error: argument", r"invalid choice")),
-)
-
-
-def classify_failure(log_text):
-    """Name the cause of a failed start from its journal text: one of the _CAUSES keys or 'unknown'."""
-    text = log_text or ""
-    for cause, patterns in _CAUSES:
-        for pattern in patterns:
-            if re.search(pattern, text):
-                return cause
-    return "unknown"

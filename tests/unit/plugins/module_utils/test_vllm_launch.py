@@ -1,11 +1,11 @@
-"""The launch unit's argv: validated flags, no injection, classified failures."""
+"""The launch unit's argv: validated flags, no injection."""
 import json
 
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import SpecConfigError, systemd_command_line
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import SpecConfigError
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.systemd import systemd_command_line
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.argv import (
-    classify_failure,
     container_argv,
     native_argv,
     validate_extra_args,
@@ -80,19 +80,3 @@ def test_extra_args_pass_one_token_each():
 def test_the_rendered_line_keeps_the_json_intact_for_systemd():
     line = systemd_command_line(native_argv(opts(speculative_config=SPEC)))
     assert '"{\\"method\\":\\"eagle3\\"' in line
-
-
-@pytest.mark.parametrize("log,cause", [
-    ("ValueError: Free memory on device (5.84/7.44 GiB) on startup is less than desired GPU memory utilization",
-     "out_of_memory"),
-    ("ValueError: To serve at least one request ... is larger than the available KV cache memory", "out_of_memory"),
-    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate", "out_of_memory"),
-    ("pydantic_core._pydantic_core.ValidationError: 1 validation error for SpeculativeConfig", "rejected_speculative_config"),
-    ("num_speculative_tokens\n  Input should be greater than 0", "rejected_speculative_config"),
-    ("OSError: Invalid repository ID or local directory specified: '/models/nope'", "model_not_found"),
-    ("vllm serve: error: unrecognized arguments: --bogus", "bad_arguments"),
-    ("everything is fine", "unknown"),
-    ("", "unknown"),
-])
-def test_classify_failure(log, cause):
-    assert classify_failure(log) == cause
