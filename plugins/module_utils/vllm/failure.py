@@ -4,7 +4,10 @@
 """Name the cause of a failed vLLM start from its log text (pure, stdlib only).
 
 The rollout's fallback ladder picks its next rung by cause (less memory, no
-speculation, stop), so the causes are a small closed set.
+speculation, stop), so the causes are a small closed set.  The patterns are vLLM's
+own texts: the 0.32 source the real lane runs (vllm/config/speculative.py,
+vllm/v1/worker/gpu_model_runner.py), the texts older releases print (issues
+#31883, #28384, #22152) and the Hugging Face Hub's download errors.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -12,27 +15,61 @@ __metaclass__ = type
 
 import re
 
-# What a failed start looks like in vLLM's log, most specific first.
+# What a failed start looks like in vLLM's log, most specific first: a missing draft
+# is reported inside SpeculativeConfig's validation error, so model_not_found is
+# looked for before rejected_speculative_config.
 _CAUSES = (
     ("out_of_memory", (r"Free memory on device .* is less than desired GPU memory utilization",
                        r"larger than the available KV cache memory", r"No available memory for the cache blocks",
                        r"CUDA out of memory", r"OutOfMemoryError", r"Out of memory: Killed process",
                        r"oom-kill", r"status=9/KILL")),
-    ("rejected_speculative_config", (r"speculative[-_]config", r"SpeculativeConfig", r"num_speculative_tokens",
-                                     r"Unsupported speculative method", r"Eagle3 is only supported")),
     ("model_not_found", (r"Invalid repository ID or local directory", r"Repository Not Found",
-                         r"does not appear to have a file named", r"is not a local folder and is not a valid model")),
+                         r"does not appear to have a file named", r"is not a local folder and is not a valid model",
+                         r"Cannot access gated repo", r"401 Client Error", r"LocalEntryNotFoundError",
+                         r"We couldn't connect to 'https://huggingface\.co'")),
+    ("rejected_speculative_config", (
+        # vLLM 0.32 SpeculativeConfig: a draft with another tokenizer.
+        r"Target and draft model should have the same vocabulary size",
+        # V1 before draft_model came back (<= 0.13): two wordings.
+        r"Speculative decoding with draft model is not supported",
+        r"Draft model speculative decoding is not supported",
+        # EAGLE-3 with a target that cannot hand out its hidden states.
+        r"Model does not support EAGLE3 interface", r"Eagle3 is only supported",
+        r"Unsupported speculative method", r"is not a valid argument in the speculative_config",
+        r"num_speculative_tokens was provided but without speculative model",
+        r"must be <= prompt_lookup_max", r"cannot be other value than 1 or target model tensor_parallel_size",
+        r"Arctic Inference is required for suffix decoding",
+        r"speculative[-_]config", r"SpeculativeConfig", r"num_speculative_tokens")),
     ("bad_arguments", (r"unrecognized arguments", r"error: argument", r"invalid choice")),
 )
 
-FAILURE_CAUSES = tuple(cause for cause, _patterns in _CAUSES) + ("unknown",)
+# health_timeout is vllm_wait's own: nothing in the log named a cause before the deadline.
+FAILURE_CAUSES = tuple(cause for cause, _patterns in _CAUSES) + ("health_timeout", "unknown")
+
+# vLLM echoes its arguments at INFO level ("non-default args: {... 'speculative_config': ...}"),
+# so every failed speculative start would look like a rejected config: only the other
+# lines (errors, tracebacks, warnings, systemd) are read.
+_CHATTER = re.compile(r"^\s*(?:\([^)]*\)\s*)?(?:INFO|DEBUG)\s+\d\d-\d\d \d\d:\d\d:\d\d\b")
+
+
+def _meaningful(text):
+    return "\n".join(line for line in (text or "").splitlines() if not _CHATTER.match(line))
 
 
 def classify_failure(log_text):
     """Name the cause of a failed start from its journal text: one of FAILURE_CAUSES."""
-    text = log_text or ""
+    return failure_evidence(log_text)["cause"]
+
+
+def failure_evidence(log_text):
+    """{cause, line}: the cause and the first log line that shows it (vLLM's own words), or None."""
+    text = _meaningful(log_text)
     for cause, patterns in _CAUSES:
         for pattern in patterns:
-            if re.search(pattern, text):
-                return cause
-    return "unknown"
+            match = re.search(pattern, text)
+            if match:
+                start = text.rfind("\n", 0, match.start()) + 1
+                end = text.find("\n", match.end())
+                line = text[start:end if end >= 0 else len(text)].strip()
+                return {"cause": cause, "line": line[:500]}
+    return {"cause": "unknown", "line": None}
