@@ -11,7 +11,8 @@ from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data import plain
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import SpecConfigError
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.rules import fallback_rungs, plan_launch
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import fallback_rungs, next_rung
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.rules import plan_launch
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.argv import (
     container_argv,
     native_argv,
@@ -55,9 +56,17 @@ def vllm_launch_plan(inputs):
     return plan_launch(inputs)
 
 
-def spec_fallback_rungs(plan, catalog, target, drop=0.05):
+def spec_fallback_rungs(plan, catalog, target, drop=0.05, max_model_len=None):
     """Rungs of the startup fallback ladder for a planned speculative launch."""
-    return fallback_rungs(plain(plan), plain(catalog), target, drop)
+    return fallback_rungs(plain(plan), plain(catalog), target, drop, max_model_len=_optional_int(max_model_len))
+
+
+def spec_next_rung(rungs, failed_rung, cause, message=None, headroom=None):
+    """The rung to try after ``failed_rung`` failed with ``cause`` (from the cause and the sizes), and why."""
+    try:
+        return next_rung(plain(rungs), _optional_int(failed_rung), cause, plain(message), plain(headroom))
+    except ValueError as exc:
+        raise AnsibleFilterError("jetson.specdec.spec_next_rung: %s" % exc)
 
 
 def vllm_failure_cause(log_text):
@@ -75,5 +84,6 @@ class FilterModule(object):
             "vllm_launch_argv": vllm_launch_argv,
             "vllm_launch_plan": vllm_launch_plan,
             "spec_fallback_rungs": spec_fallback_rungs,
+            "spec_next_rung": spec_next_rung,
             "vllm_failure_cause": vllm_failure_cause,
         }

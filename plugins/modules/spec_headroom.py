@@ -94,7 +94,7 @@ options:
   family:
     description:
       - Board family as C(ansible_facts.jetson.family) reports it (V(thor), V(agx_orin), V(orin_nx), V(orin_nano), ...).
-      - Used for a warning when speculation is checked on Orin NX/Nano.
+      - Used for a warning when speculation is checked on a family other than Thor and AGX Orin.
     type: str
   drop_caches:
     description:
@@ -198,17 +198,16 @@ from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config 
     METHODS_WITHOUT_MODEL, SpecConfigError, validate_model_ref, validate_spec_config,
 )
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.memory import (
-    KV_CACHE_DTYPES, SpecMemoryError, compute_headroom, gather_model_facts, parse_meminfo,
-    validate_utilization,
+    KV_CACHE_DTYPES, SpecMemoryError, compute_headroom, gather_model_facts, validate_utilization,
 )
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import (
-    CATALOG_VAR, NO_SPECULATION_FAMILIES, normalize_family,
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import CATALOG_VAR
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
+    L4T_MODERN_MAJOR, MEMORY_RESERVE_BYTES, UTILIZATION_CEILING, before_modern_l4t, speculation_supported,
 )
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson.sysfiles import parse_meminfo
 
 DROP_CACHES_PATH = "/proc/sys/vm/drop_caches"
 MEMINFO_PATH = "/proc/meminfo"
-# detect_jetson.sh / jetson-memory-audit: the stuck-memory issue is fixed from L4T r39 (JetPack 7.2).
-L4T_MEMORY_FIX_MAJOR = 39
 REMEDY = "sync; echo 3 > /proc/sys/vm/drop_caches"
 
 
@@ -303,13 +302,15 @@ def run(module):
     except SpecMemoryError as exc:
         module.fail_json(msg=str(exc), **result)
 
-    if params["l4t_major"] is not None and params["l4t_major"] < L4T_MEMORY_FIX_MAJOR:
+    # detect_jetson.sh / jetson-memory-audit: the stuck-memory issue is fixed from L4T r39 (JetPack 7.2).
+    if before_modern_l4t(params["l4t_major"]):
         warnings.append("L4T r%d (< r%d): memory can look stuck after a vLLM container exits, and vLLM then "
                         "reports less free memory than MemAvailable; remedy: `%s` as root (set drop_caches: "
-                        "true to let this module run it)" % (params["l4t_major"], L4T_MEMORY_FIX_MAJOR, REMEDY))
-    if method and normalize_family(params["family"]) in NO_SPECULATION_FAMILIES:
+                        "true to let this module run it)" % (params["l4t_major"], L4T_MODERN_MAJOR, REMEDY))
+    if method and params["family"] and not speculation_supported(params["family"]):
         warnings.append("board family %s: the speculative-decoding rules enable speculation only on Thor and "
-                        "AGX Orin; Orin Nano/NX usually OOM with a target plus a draft" % params["family"])
+                        "AGX Orin; other boards (Orin Nano/NX) usually OOM with a target plus a draft"
+                        % params["family"])
 
     report["breakdown"].update({
         "target_weight_source": target_facts["weight_source"], "kv_source": target_facts["kv_source"],
@@ -335,9 +336,9 @@ def main():
             memory_total_bytes=dict(type="int", required=True),
             memory_available_bytes=dict(type="int", required=True),
             reclaimable_bytes=dict(type="int", default=0),
-            reserve_bytes=dict(type="int", default=2147483648),
+            reserve_bytes=dict(type="int", default=MEMORY_RESERVE_BYTES),
             gpu_memory_utilization=dict(type="float", required=True),
-            max_gpu_memory_utilization=dict(type="float", default=0.9),
+            max_gpu_memory_utilization=dict(type="float", default=UTILIZATION_CEILING),
             max_model_len=dict(type="int", required=True),
             max_num_seqs=dict(type="int", default=1),
             kv_cache_dtype=dict(type="str", default="auto", choices=list(KV_CACHE_DTYPES)),

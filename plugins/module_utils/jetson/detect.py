@@ -18,8 +18,9 @@ from ansible_collections.jetson.specdec.plugins.module_utils.jetson import sysfi
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson.bootcontrol import parse_boot_control
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson.classify import classify
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson.files import RootReader
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import L4T_MODERN_MAJOR, before_modern_l4t
 
-# Below this share of MemAvailable, L4T < 39 boards may be holding memory freed by
+# Below this share of MemAvailable, boards before L4T r39 may be holding memory freed by
 # an exited vLLM container (jetson-memory-audit skill).
 LOW_AVAILABLE_RATIO = 0.5
 # dpkg's status file is large (MBs); only read when nv_tegra_release failed.
@@ -143,13 +144,13 @@ def _advice(facts, mem_available):
             "select the MAXN mode with nvpmodel before benchmarking." % (mode["name"], mode["id"]))
     l4t = facts["l4t"]
     total = facts["memory_total_bytes"]
-    if l4t and l4t["major"] < 39 and total and mem_available is not None \
+    if l4t and before_modern_l4t(l4t["major"]) and total and mem_available is not None \
             and mem_available < LOW_AVAILABLE_RATIO * total:
         warnings.append(
-            "L4T %s is older than 39 and only %.1f of %.1f GiB is MemAvailable, so memory may look stuck "
+            "L4T %s is older than %d and only %.1f of %.1f GiB is MemAvailable, so memory may look stuck "
             "after a vLLM container exited; run `sudo sync && sudo sysctl -w vm.drop_caches=3` on the host "
             "(then restart docker, or reboot, if that is not enough)."
-            % (l4t["release"], _gib(mem_available), _gib(total)))
+            % (l4t["release"], L4T_MODERN_MAJOR, _gib(mem_available), _gib(total)))
     if l4t and facts["jetpack"] is None:
         warnings.append("L4T %s is not in the L4T to JetPack table and L4T %d.%d does not belong to a single "
                         "JetPack series, so jetpack is null rather than guessed."

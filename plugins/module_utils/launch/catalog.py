@@ -12,39 +12,22 @@ Rules encoded (jetson-speculative-decoding skill):
 - EAGLE-3 only with a *published* head listed in the catalog; never invent one.
 - Otherwise a catalogued same-family draft model (same vocabulary), else off.
 - Speculation only on Thor and AGX Orin; Orin Nano/NX lack the headroom.
-- num_speculative_tokens starts at 5 on Thor, 3 on AGX Orin (draft_model: 4 / 3).
+- num_speculative_tokens starts at 5 on Thor, 3 on AGX Orin, for both methods.
+
+The families and numbers come from launch/policy.py.
 """
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
+    SMALL_ORIN_FAMILIES, SPECULATION_FAMILIES, normalize_family, start_k,
+)
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import (
     SpecConfigError, validate_model_ref,
 )
 
 CATALOG_VAR = "vllm_server_model_catalog"
-
-# Board families as ansible_facts.jetson.family reports them (module_utils/jetson_boards.py);
-# the detect_jetson.sh spellings (orin-agx, thor-agx, ...) are accepted as aliases.
-SPECULATION_FAMILIES = ("thor", "agx_orin")
-NO_SPECULATION_FAMILIES = ("orin_nx", "orin_nano")
-FAMILY_ALIASES = {"thor-agx": "thor", "orin-agx": "agx_orin", "orin-nx": "orin_nx", "orin-nano": "orin_nano"}
-
-# Skill: "start at 5 on Thor, 3 on AGX Orin"; its draft_model example uses 4, and
-# eval 002 uses 3 for draft_model on AGX Orin.
-_START_K = {
-    "eagle3": {"thor": 5, "agx_orin": 3},
-    "draft_model": {"thor": 4, "agx_orin": 3},
-}
 PREFERRED_METHODS = ("eagle3", "draft_model", "off")
-
-# Skill: "Drop --gpu-memory-utilization by ~0.05 vs the non-speculative baseline".
-# jetson-inference-mem-tune recommend.py MIN_GPU_UTIL.
-MIN_UTILIZATION = 0.30
-
-
-def normalize_family(family_board):
-    """Map detect_jetson.sh spellings to the jetson_facts family names; others pass through."""
-    return FAMILY_ALIASES.get(family_board, family_board)
 
 
 def _off(reason):
@@ -96,7 +79,7 @@ def _usable(candidates, target, target_vocab, kind, skipped):
 def _chosen(method, item, family_board, reason):
     return {"method": method, "model": item["model"], "weight_bytes": item["weight_bytes"],
             "kv_bytes_per_token": item.get("kv_bytes_per_token"),
-            "num_speculative_tokens": _START_K[method][normalize_family(family_board)], "reason": reason}
+            "num_speculative_tokens": start_k(family_board), "reason": reason}
 
 
 def select_speculation(catalog, target, preferred_method="eagle3", family_board=None):
@@ -112,7 +95,7 @@ def select_speculation(catalog, target, preferred_method="eagle3", family_board=
     family_board = normalize_family(family_board)
     if preferred_method == "off":
         return _off("speculation is off because preferred_method is 'off'")
-    if family_board in NO_SPECULATION_FAMILIES:
+    if family_board in SMALL_ORIN_FAMILIES:
         return _off("board family %s: Orin Nano/NX rarely have the memory for a target plus a draft or "
                     "EAGLE-3 head and OOM at startup; speculation is only enabled on Thor and AGX Orin"
                     % family_board)

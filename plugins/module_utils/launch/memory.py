@@ -28,15 +28,12 @@ from ansible_collections.jetson.specdec.plugins.module_utils.launch.safetensors 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import (
     CATALOG_VAR, catalog_model_facts,
 )
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
+    MEMORY_RESERVE_BYTES, UTILIZATION_CEILING, UTILIZATION_MAX, UTILIZATION_MIN,
+)
 
 GIB = 1024 ** 3
 MIB = 1024 ** 2
-DEFAULT_RESERVE_BYTES = 2 * GIB
-# jetson-inference-mem-tune clamps to [0.30, 0.90]; we accept up to 0.95 for users who
-# measured their board, and refuse anything outside: above it the OS and desktop starve.
-UTILIZATION_MIN = 0.30
-UTILIZATION_MAX = 0.95
-DEFAULT_UTILIZATION_CEILING = 0.90
 
 # Allowance for what vLLM needs besides weights and KV cache: the profiling run's
 # activation peak, CUDA graphs and allocator slack.  An estimate, not a measurement:
@@ -133,7 +130,7 @@ def _checks(util, total, required, free, reserve):
 
 
 def recommend_utilization(required, total, free, reserve, ceiling):
-    """Largest utilization (step 0.01, <= ceiling, >= 0.30) passing all three rules, or None."""
+    """Largest utilization (step 0.01, <= ceiling, >= UTILIZATION_MIN) passing all three rules, or None."""
     top = int(math.floor(ceiling * 100 + 1e-9))
     bottom = int(math.ceil(UTILIZATION_MIN * 100 - 1e-9))
     for hundredths in range(top, bottom - 1, -1):
@@ -148,8 +145,8 @@ def recommend_utilization(required, total, free, reserve, ceiling):
 def compute_headroom(target_weight_bytes, kv_bytes_per_token, max_model_len, memory_total_bytes,
                      memory_available_bytes, gpu_memory_utilization, max_num_seqs=1, method=None,
                      spec_weight_bytes=0, spec_kv_bytes_per_token=0, reclaimable_bytes=0,
-                     reserve_bytes=DEFAULT_RESERVE_BYTES,
-                     max_gpu_memory_utilization=DEFAULT_UTILIZATION_CEILING, overhead_bytes=None):
+                     reserve_bytes=MEMORY_RESERVE_BYTES,
+                     max_gpu_memory_utilization=UTILIZATION_CEILING, overhead_bytes=None):
     """Return {fits, required_bytes, available_bytes, budget_bytes, recommended_gpu_memory_utilization,
     reasons, warnings, breakdown}.  All sizes in bytes."""
     total = _int_option("memory_total_bytes", memory_total_bytes, 1)
@@ -281,15 +278,3 @@ def gather_model_facts(model_ref, hf_home, catalog, kv_cache_dtype="auto", what=
         facts["kv_source"] = "catalog"
     facts["warnings"] = warnings
     return facts
-
-
-def parse_meminfo(text):
-    """Return {'MemTotal': bytes, 'MemAvailable': bytes, ...} from /proc/meminfo text (kB lines)."""
-    out = {}
-    for line in text.splitlines():
-        name, _sep, rest = line.partition(":")
-        parts = rest.split()
-        if parts and parts[0].isdigit():
-            factor = 1024 if len(parts) > 1 and parts[1] == "kB" else 1
-            out[name.strip()] = int(parts[0]) * factor
-    return out

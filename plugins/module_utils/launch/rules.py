@@ -15,10 +15,13 @@ jetson-speculative-decoding skill, made executable):
   Orin with L4T >= 39; older Orin uses the NVIDIA-AI-IOT Orin image; that image
   never runs on Thor;
 - concurrency: speculation helps at low concurrency only (<= 2); batching wins at 8;
-- k: 5 on Thor, 3 on AGX Orin; more only when acceptance > 0.6 (advisory);
+- k: 5 on Thor, 3 on AGX Orin, for EAGLE-3 and draft models alike; more only when
+  acceptance > 0.6 (advisory);
 - gpu_memory_utilization: lowered by 0.05 whenever speculation is on;
 - heads: EAGLE-3 only where the catalog lists a published head, else a catalogued
   same-family draft model, else off.
+
+The numbers and families live in launch/policy.py.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -27,14 +30,11 @@ __metaclass__ = type
 import re
 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import select_speculation
-
-SPEC_FAMILIES = ("thor", "agx_orin")
-NO_EAGLE3_FAMILIES = ("orin_nx", "orin_nano")
-ORIN_FAMILIES = ("agx_orin", "orin_nx", "orin_nano")
-MIN_SPEC_VLLM = (0, 20)
-MIN_UTILIZATION = 0.30
-DEFAULT_K = {"thor": 5, "agx_orin": 3}
-METHODS = ("auto", "eagle3", "draft_model", "ngram")
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
+    ACCEPTANCE_FOR_HIGHER_K, K_RANGE, MAX_SPECULATIVE_CONCURRENCY, MIN_SPECULATIVE_VLLM, ORIN_FAMILIES,
+    PLAN_METHODS, SMALL_ORIN_FAMILIES, SPECULATION_FAMILIES, START_K, UTILIZATION_DROP, UTILIZATION_MAX,
+    UTILIZATION_MIN, before_modern_l4t, speculative_utilization, start_k,
+)
 
 
 def parse_version(text):
@@ -86,7 +86,7 @@ def _check_runtime(inp, refusals, warnings, speculation):
                 "(vllm/vllm-openai) or a validated native vLLM >= 0.20 on Thor." % image)
     if not speculation:
         return
-    old_orin = family in ORIN_FAMILIES and isinstance(l4t_major, int) and l4t_major < 39
+    old_orin = family in ORIN_FAMILIES and before_modern_l4t(l4t_major)
     if old_orin:
         if not is_orin_image(image):
             _refuse(refusals, "runtime.old_orin_needs_orin_image",
@@ -100,7 +100,7 @@ def _check_runtime(inp, refusals, warnings, speculation):
                 "The vLLM version on this host is unknown, so the --speculative-config shape cannot be checked "
                 "(vLLM >= 0.20 is required on %s). Fix: set vllm_server_vllm_version, or pin an image tag "
                 "with a version." % (family or "this board"))
-    elif version[:2] < MIN_SPEC_VLLM:
+    elif version[:2] < MIN_SPECULATIVE_VLLM:
         _refuse(refusals, "runtime.vllm_too_old",
                 "vLLM %s is older than 0.20, which the current --speculative-config shape needs on %s. "
                 "Fix: upgrade to vLLM >= 0.20 (upstream image or native)." % (".".join(map(str, version)), family))
@@ -108,9 +108,9 @@ def _check_runtime(inp, refusals, warnings, speculation):
 
 def _check_family(inp, refusals, method):
     family = inp.get("family") or "unknown"
-    if family in SPEC_FAMILIES:
+    if family in SPECULATION_FAMILIES:
         return
-    if family in NO_EAGLE3_FAMILIES and method == "eagle3":
+    if family in SMALL_ORIN_FAMILIES and method == "eagle3":
         _refuse(refusals, "family.no_eagle3_on_small_orin",
                 "EAGLE-3 is never used on %s: target and head do not fit and vLLM runs out of memory at startup. "
                 "Fix: keep speculation off (vllm_server_speculation: false) or, with vllm_server_force_speculation, "
@@ -126,9 +126,9 @@ def _check_family(inp, refusals, method):
 def _choose(inp, refusals):
     """The speculative config dict (without k) from the method and the catalog, and why."""
     method = inp.get("method") or "auto"
-    if method not in METHODS:
+    if method not in PLAN_METHODS:
         _refuse(refusals, "config.method", "vllm_server_speculative_method must be one of %s, got %r."
-                % (", ".join(METHODS), method))
+                % (", ".join(PLAN_METHODS), method))
         return None, "invalid method"
     if method == "ngram":
         cfg = {"method": "ngram"}
@@ -149,10 +149,10 @@ def _choose(inp, refusals):
     else:
         # The family rules are enforced by _check_family; here we only ask the catalog,
         # as an AGX Orin would, when the operator forced speculation on another board.
-        preferred = "draft_model" if method == "draft_model" or family in NO_EAGLE3_FAMILIES else "eagle3"
+        preferred = "draft_model" if method == "draft_model" or family in SMALL_ORIN_FAMILIES else "eagle3"
         try:
             selection = select_speculation(inp.get("catalog") or {}, inp.get("model"), preferred,
-                                           family if family in SPEC_FAMILIES else "agx_orin")
+                                           family if family in SPECULATION_FAMILIES else "agx_orin")
         except ValueError as exc:
             _refuse(refusals, "catalog.invalid", "%s" % exc)
             return None, "invalid catalog"
@@ -191,16 +191,16 @@ def _plan(inp):
     refusals, warnings = [], []
     speculation = bool(inp.get("speculation"))
     base_util = inp.get("gpu_memory_utilization")
-    ceiling = inp.get("gpu_memory_utilization_max", 0.95)
+    ceiling = inp.get("gpu_memory_utilization_max", UTILIZATION_MAX)
     if isinstance(base_util, bool) or not isinstance(base_util, (int, float)):
         _refuse(refusals, "config.gpu_memory_utilization",
                 "vllm_server_gpu_memory_utilization must be a number between %.2f and %.2f, got %r."
-                % (MIN_UTILIZATION, ceiling, base_util))
+                % (UTILIZATION_MIN, ceiling, base_util))
         base_util = None
-    elif not MIN_UTILIZATION <= base_util <= ceiling:
+    elif not UTILIZATION_MIN <= base_util <= ceiling:
         _refuse(refusals, "config.gpu_memory_utilization",
                 "vllm_server_gpu_memory_utilization %.2f is outside %.2f..%.2f (this board's ceiling keeps ~2 GiB "
-                "outside vLLM). Fix: choose a value in that range." % (base_util, MIN_UTILIZATION, ceiling))
+                "outside vLLM). Fix: choose a value in that range." % (base_util, UTILIZATION_MIN, ceiling))
     _check_runtime(inp, refusals, warnings, speculation)
     result = {"speculation": speculation, "speculative_config": None, "gpu_memory_utilization": base_util,
               "refusals": refusals, "warnings": warnings, "selection_reason": "speculation is off"}
@@ -209,7 +209,7 @@ def _plan(inp):
     method = inp.get("method") or "auto"
     _check_family(inp, refusals, method)
     concurrency = inp.get("expected_concurrency", 1)
-    max_conc = inp.get("max_spec_concurrency", 2)
+    max_conc = inp.get("max_spec_concurrency", MAX_SPECULATIVE_CONCURRENCY)
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         _refuse(refusals, "config.expected_concurrency",
                 "vllm_server_expected_concurrency must be a positive integer, got %r." % (concurrency,))
@@ -223,29 +223,31 @@ def _plan(inp):
     if cfg is not None:
         if cfg.get("method") == "eagle3":
             _check_family(inp, refusals, "eagle3")
-        k = inp.get("k") or DEFAULT_K.get(inp.get("family"), 3)
-        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= 10:
+        k = inp.get("k") or start_k(inp.get("family"))
+        if isinstance(k, bool) or not isinstance(k, int) or not K_RANGE[0] <= k <= K_RANGE[1]:
             _refuse(refusals, "config.num_speculative_tokens",
-                    "vllm_server_num_speculative_tokens must be an integer from 1 to 10, got %r." % (k,))
+                    "vllm_server_num_speculative_tokens must be an integer from %d to %d, got %r."
+                    % (K_RANGE[0], K_RANGE[1], k))
         else:
-            default_k = DEFAULT_K.get(inp.get("family"))
+            default_k = START_K.get(inp.get("family"))
             if default_k and k > default_k:
                 warnings.append("num_speculative_tokens %d is above the %s starting point %d; raise k only "
-                                "when the measured acceptance rate is above 0.6." % (k, inp.get("family"), default_k))
+                                "when the measured acceptance rate is above %s."
+                                % (k, inp.get("family"), default_k, ACCEPTANCE_FOR_HIGHER_K))
             cfg["num_speculative_tokens"] = k
     if base_util is not None:
-        drop = inp.get("utilization_drop", 0.05)
-        spec_util = round(base_util - drop, 2)
-        if spec_util < MIN_UTILIZATION:
+        drop = inp.get("utilization_drop", UTILIZATION_DROP)
+        spec_util = speculative_utilization(base_util, drop)
+        if spec_util < UTILIZATION_MIN:
             _refuse(refusals, "memory.utilization_floor",
                     "With speculation the utilization drops by %.2f to %.2f, below %.2f. Fix: raise "
-                    "vllm_server_gpu_memory_utilization or keep speculation off." % (drop, spec_util, MIN_UTILIZATION))
+                    "vllm_server_gpu_memory_utilization or keep speculation off." % (drop, spec_util, UTILIZATION_MIN))
         result["gpu_memory_utilization"] = spec_util
     result.update(speculative_config=cfg, selection_reason=reason)
     return result
 
 
-def fallback_rungs(plan, catalog, target, drop=0.05, min_utilization=MIN_UTILIZATION):
+def fallback_rungs(plan, catalog, target, drop=UTILIZATION_DROP, min_utilization=UTILIZATION_MIN):
     """The rungs to try when the speculative unit does not start, in order.
 
     The planned config first; the same with utilization lowered by another ``drop``
@@ -261,7 +263,7 @@ def fallback_rungs(plan, catalog, target, drop=0.05, min_utilization=MIN_UTILIZA
                 "vllm_server_speculative_model": cfg.get("model", "")}
         rungs.append(dict(base, label="%s at utilization %.2f" % (cfg.get("method"), util),
                           vllm_server_speculative_utilization_drop=drop, gpu_memory_utilization=round(util, 2)))
-        lower = round(util - drop, 2)
+        lower = speculative_utilization(util, drop)
         if lower >= min_utilization:
             rungs.append(dict(base, label="%s at utilization %.2f" % (cfg.get("method"), lower),
                               vllm_server_speculative_utilization_drop=round(2 * drop, 2), gpu_memory_utilization=lower))

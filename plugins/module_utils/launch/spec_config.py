@@ -19,6 +19,8 @@ import json
 import math
 import re
 
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import K_RANGE, START_K
+
 try:  # Python 3.3+; plain dict keeps insertion order only from 3.7, so be explicit.
     from collections import OrderedDict
 except ImportError:  # pragma: no cover
@@ -46,7 +48,7 @@ METHODS_MODEL_OPTIONAL = ("mtp",)
 # Stable documented key order of the rendered JSON; the remaining keys follow sorted.
 KEY_ORDER = ("method", "model", "num_speculative_tokens", "draft_tensor_parallel_size")
 
-NUM_SPECULATIVE_TOKENS_RANGE = (1, 10)
+NUM_SPECULATIVE_TOKENS_RANGE = K_RANGE
 DRAFT_TP_RANGE = (1, 8)
 
 MODEL_REF_RULE = (
@@ -205,8 +207,8 @@ def validate_spec_config(cfg, extra=None):
         out["model"] = validate_model_ref(model, "speculative_config.model")
 
     if "num_speculative_tokens" not in cfg:
-        raise SpecConfigError("speculative_config.num_speculative_tokens is required (start at 5 on "
-                              "Thor, 3 on AGX Orin)")
+        raise SpecConfigError("speculative_config.num_speculative_tokens is required (start at %d on "
+                              "Thor, %d on AGX Orin)" % (START_K["thor"], START_K["agx_orin"]))
     out["num_speculative_tokens"] = _check_int(
         "num_speculative_tokens", cfg["num_speculative_tokens"], *NUM_SPECULATIVE_TOKENS_RANGE)
     if cfg.get("draft_tensor_parallel_size") is not None:

@@ -27,18 +27,23 @@ __metaclass__ = type
 import itertools
 import math
 
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
+    ACCEPTANCE_FOR_HIGHER_K, HIGH_CONCURRENCY, KEEP_THROUGHPUT_GAIN, KEEP_TPOT_DROP, LOW_CONCURRENCY,
+    REVERT_THROUGHPUT_GAIN,
+)
+
 DEFAULTS = {
-    "keep_throughput_gain": 0.30,
-    "keep_tpot_drop": 0.20,
-    "revert_throughput_gain": 0.10,
+    "keep_throughput_gain": KEEP_THROUGHPUT_GAIN,
+    "keep_tpot_drop": KEEP_TPOT_DROP,
+    "revert_throughput_gain": REVERT_THROUGHPUT_GAIN,
     "c8_regression_tolerance": 0.0,
     "marginal_action": "keep",
-    "low_concurrency": 1,
-    "high_concurrency": 8,
+    "low_concurrency": LOW_CONCURRENCY,
+    "high_concurrency": HIGH_CONCURRENCY,
     "noise_cv": 0.03,
     "z": 2.0,
     "final": False,
-    "acceptance_advisory": 0.6,
+    "acceptance_advisory": ACCEPTANCE_FOR_HIGHER_K,
 }
 
 DECISIONS = ("keep", "revert", "marginal", "repeat")

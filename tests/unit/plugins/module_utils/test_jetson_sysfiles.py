@@ -13,6 +13,12 @@ def test_meminfo_in_bytes():
     assert sf.parse_meminfo(None) == {}
 
 
+def test_meminfo_keeps_parenthesised_keys_and_short_spacing():
+    # spec_headroom re-reads MemAvailable with this parser after dropping caches.
+    info = sf.parse_meminfo("MemFree:  100 kB\nActive(anon):   2048 kB\n")
+    assert info == {"MemFree": 100 * 1024, "Active(anon)": 2048 * 1024}
+
+
 def test_os_release_quotes():
     fields = sf.parse_os_release('NAME="Ubuntu"\nVERSION_ID="22.04"\nID=ubuntu\n# c\n')
     assert sf.os_summary(fields) == {"distribution": "Ubuntu", "version": "22.04"}

@@ -86,9 +86,12 @@ def test_eagle3_on_agx_orin_with_k3(catalog):
         "eagle3", "RedHatAI/Qwen3-8B-speculator.eagle3", 3)
 
 
-def test_draft_model_preference(catalog):
+def test_draft_model_preference_starts_at_the_family_k(catalog):
+    # One k per family for both methods (docs/catalog.md): 5 on Thor, 3 on AGX Orin.
     choice = select_speculation(catalog, "Qwen/Qwen3-4B", "draft_model", "thor-agx")
-    assert (choice["method"], choice["model"], choice["num_speculative_tokens"]) == ("draft_model", "Qwen/Qwen3-0.6B", 4)
+    assert (choice["method"], choice["model"], choice["num_speculative_tokens"]) == ("draft_model", "Qwen/Qwen3-0.6B", 5)
+    choice = select_speculation(catalog, "Qwen/Qwen3-4B", "draft_model", "agx_orin")
+    assert choice["num_speculative_tokens"] == 3
 
 
 @pytest.mark.parametrize("family, named", [("orin_nano", "orin_nano"), ("orin_nx", "orin_nx"),

@@ -7,7 +7,7 @@ import pytest
 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.memory import (
     BASE_OVERHEAD_BYTES, GIB, SpecMemoryError, compute_headroom, gather_model_facts,
-    kv_bytes_per_token_from_config, overhead_allowance, parse_meminfo, recommend_utilization,
+    kv_bytes_per_token_from_config, overhead_allowance, recommend_utilization,
     validate_utilization,
 )
 
@@ -214,10 +214,3 @@ def test_facts_from_local_dir_and_warnings(tmp_path):
 def test_bad_catalog_values_are_reported():
     with pytest.raises(SpecMemoryError, match="weight_bytes"):
         gather_model_facts("owner/target", None, {"owner/target": {"weight_bytes": "16GB", "kv_bytes_per_token": 1}})
-
-
-def test_parse_meminfo():
-    text = "MemTotal:        7990000 kB\nMemFree:  100 kB\nMemAvailable:    6000000 kB\nHugePages_Total:       0\n"
-    info = parse_meminfo(text)
-    assert info["MemTotal"] == 7990000 * 1024 and info["MemAvailable"] == 6000000 * 1024
-    assert info["HugePages_Total"] == 0

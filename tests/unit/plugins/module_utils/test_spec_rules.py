@@ -1,8 +1,7 @@
-"""The Jetson speculative-decoding rules (plan_launch) and the fallback rungs."""
+"""The Jetson speculative-decoding rules (plan_launch); the fallback ladder is in test_launch_ladder.py."""
 import pytest
 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.rules import (
-    fallback_rungs,
     image_vllm_version,
     is_orin_image,
     parse_version,
@@ -136,22 +135,3 @@ def test_images():
     assert image_vllm_version("vllm/vllm-openai:latest") is None
     assert image_vllm_version("registry:5000/vllm") is None
 
-
-def test_fallback_rungs_for_eagle3():
-    plan = plan_launch(inputs(family="agx_orin"))
-    rungs = fallback_rungs(plan, CATALOG, TARGET)
-    assert [r["label"] for r in rungs] == [
-        "eagle3 at utilization 0.75", "eagle3 at utilization 0.70",
-        "draft_model %s at utilization 0.70" % DRAFT, "speculation off (baseline)"]
-    assert rungs[1]["vllm_server_speculative_utilization_drop"] == 0.1
-    assert rungs[-1] == {"vllm_server_speculation": False, "label": "speculation off (baseline)", "rung": 3}
-
-
-def test_fallback_rungs_stop_at_the_utilization_floor():
-    plan = plan_launch(inputs(family="agx_orin", gpu_memory_utilization=0.37))
-    rungs = fallback_rungs(plan, CATALOG, TARGET)
-    assert [r["label"] for r in rungs] == ["eagle3 at utilization 0.32", "speculation off (baseline)"]
-
-
-def test_fallback_rungs_without_a_plan_are_just_the_baseline():
-    assert [r["label"] for r in fallback_rungs({}, CATALOG, TARGET)] == ["speculation off (baseline)"]
