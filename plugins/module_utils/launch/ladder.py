@@ -22,9 +22,11 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import catalog_model_facts
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
+    UTILIZATION_DROP, UTILIZATION_MIN, speculative_utilization,
+)
 from ansible_collections.jetson.specdec.plugins.module_utils.vllm.failure import failure_evidence
 
-MIN_UTILIZATION = 0.30
 OFF_LABEL = "speculation off (baseline)"
 # Causes after which the ladder goes down (the same speculation in less memory, or less speculation).
 WALK_DOWN_CAUSES = ("out_of_memory",)
@@ -74,7 +76,7 @@ def _rung(step, label, method=None, model="", util=None, drop=None, size=None):
             "gpu_memory_utilization": util, "drafter_bytes": size}
 
 
-def fallback_rungs(plan, catalog, target, drop=0.05, min_utilization=MIN_UTILIZATION, max_model_len=None):
+def fallback_rungs(plan, catalog, target, drop=UTILIZATION_DROP, min_utilization=UTILIZATION_MIN, max_model_len=None):
     """The rungs of the ladder for a planned speculative launch, in the order an OOM walks them.
 
     planned config -> the same at a utilization lowered by another ``drop`` (not below
@@ -92,7 +94,7 @@ def fallback_rungs(plan, catalog, target, drop=0.05, min_utilization=MIN_UTILIZA
         size = 0 if method == "ngram" else _footprint(catalog_model_facts(catalog, model), max_model_len)
         rungs.append(_rung("planned", "%s at utilization %.2f" % (method, util), method, model,
                            round(util, 2), drop, size))
-        lower = round(util - drop, 2)
+        lower = speculative_utilization(util, drop)
         smaller_util, smaller_drop = util, drop
         if lower >= min_utilization:
             rungs.append(_rung("lower_utilization", "%s at utilization %.2f" % (method, lower), method, model,

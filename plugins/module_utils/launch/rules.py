@@ -246,37 +246,3 @@ def _plan(inp):
     result.update(speculative_config=cfg, selection_reason=reason)
     return result
 
-
-def fallback_rungs(plan, catalog, target, drop=UTILIZATION_DROP, min_utilization=UTILIZATION_MIN):
-    """The rungs to try when the speculative unit does not start, in order.
-
-    The planned config first; the same with utilization lowered by another ``drop``
-    once; an EAGLE-3 plan then falls back to the catalogued same-family draft model;
-    the last rung is always speculation off (the baseline).  Each rung carries the
-    role variables that produce it, so the playbook can apply it as it is.
-    """
-    cfg = (plan or {}).get("speculative_config") or {}
-    util = (plan or {}).get("gpu_memory_utilization")
-    rungs = []
-    if cfg and isinstance(util, (int, float)):
-        base = {"vllm_server_speculation": True, "vllm_server_speculative_method": cfg.get("method"),
-                "vllm_server_speculative_model": cfg.get("model", "")}
-        rungs.append(dict(base, label="%s at utilization %.2f" % (cfg.get("method"), util),
-                          vllm_server_speculative_utilization_drop=drop, gpu_memory_utilization=round(util, 2)))
-        lower = speculative_utilization(util, drop)
-        if lower >= min_utilization:
-            rungs.append(dict(base, label="%s at utilization %.2f" % (cfg.get("method"), lower),
-                              vllm_server_speculative_utilization_drop=round(2 * drop, 2), gpu_memory_utilization=lower))
-            if cfg.get("method") == "eagle3":
-                entry = (catalog or {}).get(target) or {}
-                drafts = [d for d in entry.get("draft_models") or [] if isinstance(d, dict) and d.get("model")]
-                if drafts:
-                    rungs.append({"vllm_server_speculation": True, "vllm_server_speculative_method": "draft_model",
-                                  "vllm_server_speculative_model": drafts[0]["model"],
-                                  "vllm_server_speculative_utilization_drop": round(2 * drop, 2),
-                                  "gpu_memory_utilization": lower,
-                                  "label": "draft_model %s at utilization %.2f" % (drafts[0]["model"], lower)})
-    rungs.append({"vllm_server_speculation": False, "label": "speculation off (baseline)"})
-    for index, rung in enumerate(rungs):
-        rung["rung"] = index
-    return rungs
