@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.inputs import check_extra_args
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import (
     SpecConfigError,
     render_spec_config_json,
@@ -21,13 +22,10 @@ from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config 
     validate_served_name,
 )
 
-# One flag or value: printable, no shell/systemd metacharacters, no whitespace.
-_EXTRA_ARG_RE = re.compile(r"^[A-Za-z0-9_@+=:,./-]{1,256}$")
-_IMAGE_RE = re.compile(r"^[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_.-]{1,128})?(@sha256:[a-f0-9]{64})?$")
+# [registry[:port]/]path[:tag][@sha256:digest]; a registry port (registry.local:5000/img) is allowed.
+_IMAGE_RE = re.compile(r"^([a-z0-9][a-z0-9.-]*(:[0-9]{1,5})?/)?[a-z0-9][a-z0-9._/-]*(:[A-Za-z0-9_.-]{1,128})?"
+                       r"(@sha256:[a-f0-9]{64})?$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
-_FLAGS_WE_OWN = ("--speculative-config", "--speculative_config", "-sc", "--api-key", "--host", "--port",
-                 "--gpu-memory-utilization", "--max-model-len", "--max-num-seqs", "--served-model-name",
-                 "--trust-remote-code")
 
 
 def _fail(msg):
@@ -42,22 +40,12 @@ def _number(name, value, low, high, kind):
     return value
 
 
-def validate_extra_args(extra_args):
-    """Each extra argument is one token; flags the role manages itself are refused."""
-    if extra_args is None:
-        return []
-    if not isinstance(extra_args, (list, tuple)):
-        _fail("vllm_server_extra_args must be a list of single arguments, not %s" % type(extra_args).__name__)
-    checked = []
-    for arg in extra_args:
-        if not isinstance(arg, str) or not _EXTRA_ARG_RE.match(arg):
-            _fail("vllm_server_extra_args item %r is refused: one argument per item, letters, digits and "
-                  "_@+=:,./- only (no spaces, quotes, $ or ;)" % (arg,))
-        if arg.split("=", 1)[0] in _FLAGS_WE_OWN:
-            _fail("vllm_server_extra_args must not set %s: the role manages it through its own variable "
-                  "(see the role's argument_specs)" % arg.split("=", 1)[0])
-        checked.append(arg)
-    return checked
+def validate_extra_args(extra_args, extra_flags_allowed=()):
+    """Each extra argument is one token and an allow-listed vLLM flag (spellings normalised, see launch/inputs.py)."""
+    refusals = check_extra_args(extra_args, extra_flags_allowed)
+    if refusals:
+        _fail(" ".join(refusals))
+    return list(extra_args or [])
 
 
 def serve_args(opts):
@@ -68,7 +56,7 @@ def serve_args(opts):
     if served:
         args += ["--served-model-name", validate_served_name(served)]
     host = opts.get("host", "127.0.0.1")
-    if not isinstance(host, str) or not re.match(r"^[0-9A-Za-z.:-]{1,253}$", host):
+    if not isinstance(host, str) or not re.match(r"^[0-9A-Za-z.:-]{1,253}$", host) or host.startswith("-"):
         _fail("vllm_server_host %r is not an IP address or host name" % (host,))
     args += ["--host", host, "--port", str(_number("vllm_server_port", opts.get("port", 8000), 1, 65535, int))]
     util = opts.get("gpu_memory_utilization")
@@ -91,7 +79,7 @@ def serve_args(opts):
     spec = opts.get("speculative_config")
     if spec:
         args += ["--speculative-config", render_spec_config_json(spec)]
-    return args + validate_extra_args(opts.get("extra_args"))
+    return args + validate_extra_args(opts.get("extra_args"), opts.get("extra_flags_allowed"))
 
 
 def native_argv(opts):
@@ -102,20 +90,39 @@ def native_argv(opts):
     return [binary, "serve"] + serve_args(opts)
 
 
+# Inside the container: the model cache mount and the secrets file, which sh reads so the
+# API key and HF token are in vLLM's environment but not in `docker inspect` (Config.Env).
+CONTAINER_HF_HOME = "/huggingface"
+CONTAINER_SECRETS = "/run/secrets/vllm.env"
+CONTAINER_ENTRYPOINT = 'set -a; [ ! -r %s ] || . %s; set +a; exec vllm serve "$@"' % (CONTAINER_SECRETS, CONTAINER_SECRETS)
+
+
 def container_argv(opts):
-    """``docker run --rm --name SVC --runtime nvidia --network host --ipc host ... IMAGE vllm serve ...``."""
+    """``docker run --rm --name SVC --pull P --runtime nvidia --network host ... IMAGE`` then ``vllm serve ...``.
+
+    Hardened: no capabilities, no-new-privileges, private IPC with a sized /dev/shm,
+    an optional numeric user, vllm_server_environment as -e, secrets from a read-only
+    file mount instead of --env-file.
+    """
     image = opts.get("image")
     if not isinstance(image, str) or not _IMAGE_RE.match(image):
-        _fail("vllm_server_container_image %r is not an image reference (registry/name:tag[@sha256:...])" % (image,))
+        _fail("vllm_server_container_image %r is not an image reference (registry[:port]/name:tag[@sha256:...])"
+              % (image,))
     name = opts.get("service_name", "vllm")
-    if not _NAME_RE.match(name):
+    if not isinstance(name, str) or not _NAME_RE.match(name):
         _fail("vllm_server_service_name %r: letters, digits, _ . - only" % (name,))
-    argv = [opts.get("docker_bin", "/usr/bin/docker"), "run", "--rm", "--name", name]
+    argv = [opts.get("docker_bin", "/usr/bin/docker"), "run", "--rm", "--name", name,
+            "--pull", opts.get("pull") or "missing"]
     if opts.get("container_runtime"):
         argv += ["--runtime", opts["container_runtime"]]
-    argv += ["--network", "host", "--ipc", "host"]
+    argv += ["--network", "host", "--shm-size", opts.get("shm_size") or "2g",
+             "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
+    if opts.get("container_user"):
+        argv += ["--user", opts["container_user"]]
+    for env_name, value in sorted((opts.get("environment") or {}).items()):
+        argv += ["-e", "%s=%s" % (env_name, value)]
     if opts.get("hf_cache_dir"):
-        argv += ["-v", "%s:/root/.cache/huggingface" % opts["hf_cache_dir"]]
+        argv += ["-v", "%s:%s" % (opts["hf_cache_dir"], CONTAINER_HF_HOME), "-e", "HF_HOME=%s" % CONTAINER_HF_HOME]
     if opts.get("env_file"):
-        argv += ["--env-file", opts["env_file"]]
-    return argv + [image, "vllm", "serve"] + serve_args(opts)
+        argv += ["-v", "%s:%s:ro" % (opts["env_file"], CONTAINER_SECRETS)]
+    return argv + ["--entrypoint", "/bin/sh", image, "-c", CONTAINER_ENTRYPOINT, "vllm"] + serve_args(opts)

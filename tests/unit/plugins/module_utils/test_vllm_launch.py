@@ -35,9 +35,11 @@ def test_container_argv_follows_nvidia_serving_guidance():
     argv = container_argv(opts(image="vllm/vllm-openai:v0.20.1", service_name="vllm", container_runtime="nvidia",
                                hf_cache_dir="/var/lib/vllm/huggingface", env_file="/etc/vllm/vllm.env"))
     text = " ".join(argv)
-    assert text.startswith("/usr/bin/docker run --rm --name vllm --runtime nvidia --network host --ipc host")
-    assert "-v /var/lib/vllm/huggingface:/root/.cache/huggingface --env-file /etc/vllm/vllm.env" in text
-    assert "vllm/vllm-openai:v0.20.1 vllm serve meta-llama/Llama-3.1-8B-Instruct" in text
+    assert text.startswith("/usr/bin/docker run --rm --name vllm --pull missing --runtime nvidia --network host")
+    assert "-v /var/lib/vllm/huggingface:/huggingface -e HF_HOME=/huggingface" in text
+    # Secrets: a read-only file the entrypoint sources, not --env-file (docker inspect shows --env-file values).
+    assert "-v /etc/vllm/vllm.env:/run/secrets/vllm.env:ro" in text and "--env-file" not in argv
+    assert argv[argv.index("vllm/vllm-openai:v0.20.1") + 3:][:2] == ["vllm", "meta-llama/Llama-3.1-8B-Instruct"]
 
 
 @pytest.mark.parametrize("over", [

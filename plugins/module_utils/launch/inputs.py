@@ -1,0 +1,341 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Validate the vllm_server inputs that reach unit lines, files and argv (pure, stdlib only).
+
+Preflight runs these before anything changes on the host.  Each refusal names its
+rule (``input.<rule>``), the variable and the fix.  The rules are written for what
+the values become:
+
+* unit lines (systemd specifiers ``%``, newlines ending a directive),
+* the secrets EnvironmentFile, read by systemd (``EnvironmentFile=``), by
+  ``docker --env-file`` and, in the container, by ``sh`` (``set -a; . FILE``):
+  only characters that mean the same to all three are accepted,
+* paths the role chowns or bind-mounts (``/`` or ``/etc`` would be chowned; a ``:``
+  would add volume options),
+* ``vllm serve`` flags: vLLM's parser (argparse, ``allow_abbrev``, vLLM's
+  FlexibleArgumentParser) accepts ``--a_b`` for ``--a-b``, ``--x.key`` for a
+  JSON flag, ``--config FILE`` and any unambiguous prefix, so extra arguments are
+  normalised and checked against an allow-list.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import re
+
+SERVICE_NAME_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
+# useradd's portable name rule (NAME_REGEX of adduser.conf, without '$').
+ACCOUNT_RE = re.compile(r"\A[a-z_][a-z0-9_-]{0,31}\Z")
+ENV_NAME_RE = re.compile(r"\A[A-Za-z_][A-Za-z0-9_]{0,127}\Z")
+# Characters that mean the same in a systemd EnvironmentFile, a docker --env-file and
+# a file sourced by sh: no quotes, backslash, '$', backtick, whitespace, ';&|<>()'.
+SECRET_VALUE_RE = re.compile(r"\A[A-Za-z0-9._~+/=:,@%-]{1,4096}\Z")
+SAFE_PATH_RE = re.compile(r"\A(/[A-Za-z0-9_.@+-]+)+\Z")
+HOST_RE = re.compile(r"\A[0-9A-Za-z.:-]{1,253}\Z")
+NUMERIC_ID_RE = re.compile(r"\A[0-9]{1,10}:[0-9]{1,10}\Z")
+SHM_SIZE_RE = re.compile(r"\A[1-9][0-9]{0,5}[kmg]\Z")
+
+# Directories whose ownership or mode the role must never change (hf_home and the
+# state directory are chowned to the service user), and trees that are not data.
+SYSTEM_DIRS = frozenset((
+    "/", "/bin", "/boot", "/dev", "/etc", "/home", "/lib", "/lib32", "/lib64", "/libx32", "/media", "/mnt",
+    "/opt", "/proc", "/root", "/run", "/sbin", "/snap", "/srv", "/sys", "/tmp", "/usr", "/var", "/data",
+    "/var/lib", "/var/cache", "/var/log", "/var/tmp", "/var/spool", "/var/run", "/var/lock", "/var/mail",
+    "/usr/local", "/usr/lib", "/usr/share", "/opt/nvidia",
+))
+SYSTEM_TREES = ("/bin/", "/boot/", "/dev/", "/etc/", "/lib/", "/lib32/", "/lib64/", "/proc/", "/run/", "/sbin/",
+                "/sys/", "/usr/", "/tmp/", "/var/tmp/", "/var/run/", "/var/lock/")
+# ProtectHome=yes makes these invisible to the service.
+HOME_TREES = ("/home/", "/root/", "/run/user/")
+
+# Environment names that would change what the server runs or where its secrets go.
+ENV_NAMES_REFUSED = frozenset((
+    "LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH_RPATH", "PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONHOME",
+    "BASH_ENV", "ENV", "VLLM_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HOME", "HOME",
+))
+
+WILDCARD_HOSTS = frozenset(("0.0.0.0", "::", "0", "0:0:0:0:0:0:0:0", "::0", "0.0.0.0.", "[::]"))
+
+# --- vllm serve flags -----------------------------------------------------------------------
+# Flags the role sets from its own variables (long names, vLLM's spelling).
+OWNED_FLAGS = {
+    "model": "vllm_server_model",
+    "served-model-name": "vllm_server_served_model_name",
+    "host": "vllm_server_host",
+    "port": "vllm_server_port",
+    "uds": "vllm_server_host and vllm_server_port",
+    "gpu-memory-utilization": "vllm_server_gpu_memory_utilization (checked against the board's memory)",
+    "device-memory-utilization": "vllm_server_gpu_memory_utilization (checked against the board's memory)",
+    "kv-cache-memory-bytes": "vllm_server_gpu_memory_utilization (checked against the board's memory)",
+    "num-gpu-blocks-override": "vllm_server_gpu_memory_utilization (checked against the board's memory)",
+    "max-model-len": "vllm_server_max_model_len",
+    "max-num-seqs": "vllm_server_max_num_seqs",
+    "dtype": "vllm_server_dtype",
+    "enforce-eager": "vllm_server_enforce_eager",
+    "trust-remote-code": "vllm_server_trust_remote_code",
+    "speculative-config": "vllm_server_speculation and vllm_server_speculative_*",
+    "download-dir": "vllm_server_hf_home",
+}
+# Flags that carry secrets or load a file of further flags (which would bypass every check).
+SECRET_FLAGS = {
+    "api-key": "vllm_server_api_key (it goes to the 0600 EnvironmentFile, never on argv)",
+    "hf-token": "vllm_server_hf_token (it goes to the 0600 EnvironmentFile, never on argv)",
+    "config": "the role's variables (a --config file would set flags no check sees)",
+    "ssl-keyfile": "a reverse proxy in front of vLLM (a key path on argv is out of the role's control)",
+    "middleware": "nothing: it imports arbitrary Python into the server",
+    "allowed-local-media-path": "nothing: it lets API clients read local files",
+}
+SHORT_FLAGS = {"-sc": "speculative-config", "-q": "quantization", "-tp": "tensor-parallel-size",
+               "-pp": "pipeline-parallel-size", "-O": "compilation-config", "-h": "help"}
+# Tuning flags of `vllm serve` an operator may add (long names, no leading dashes).
+# Boolean flags also accept vLLM's --no-<flag> form.
+ALLOWED_FLAGS = frozenset((
+    "seed", "quantization", "tensor-parallel-size", "pipeline-parallel-size", "kv-cache-dtype", "block-size",
+    "enable-prefix-caching", "enable-chunked-prefill", "max-num-batched-tokens", "max-seq-len-to-capture",
+    "cuda-graph-sizes", "swap-space", "cpu-offload-gb", "load-format", "tokenizer-mode", "revision",
+    "tokenizer-revision", "code-revision", "chat-template", "chat-template-content-format", "response-role",
+    "tool-call-parser", "enable-auto-tool-choice", "reasoning-parser", "generation-config", "max-logprobs",
+    "disable-log-stats", "disable-log-requests", "enable-log-requests", "max-log-len", "uvicorn-log-level",
+    "disable-uvicorn-access-log", "disable-sliding-window", "disable-cascade-attn", "attention-backend",
+    "scheduling-policy", "async-scheduling", "limit-mm-per-prompt", "disable-fastapi-docs",
+    "enable-prompt-tokens-details", "enable-server-load-tracking", "return-tokens-as-token-ids",
+    "max-parallel-loading-workers", "disable-custom-all-reduce", "preemption-mode", "num-scheduler-steps",
+    "long-prefill-token-threshold", "max-num-partial-prefills", "compilation-config",
+    "enable-sleep-mode", "skip-tokenizer-init", "override-generation-config", "sse-keep-alive-interval",
+))
+NEVER_ALLOWED = frozenset(OWNED_FLAGS) | frozenset(SECRET_FLAGS) | frozenset(("help",))
+
+_EXTRA_ARG_RE = re.compile(r"\A[A-Za-z0-9_@+=:,./-]{1,256}\Z")
+_NUMBER_RE = re.compile(r"\A-[0-9.]+\Z")
+
+
+def _control_chars(value):
+    return [ch for ch in value if ord(ch) < 0x20 or ord(ch) == 0x7F or 0x80 <= ord(ch) <= 0x9F]
+
+
+def _refusal(rule, message):
+    return "input.%s: %s" % (rule, message)
+
+
+def check_service_name(name):
+    """Unit, env file and container name: one plain word (no '/', '..' or newline)."""
+    if not isinstance(name, str) or not SERVICE_NAME_RE.match(name) or ".." in name or name.endswith(".service"):
+        return [_refusal("service_name", "vllm_server_service_name %r is not a plain unit name. Fix: 1-64 letters, "
+                         "digits and _ . - starting with a letter or digit, without '..' or '.service' (the role "
+                         "adds the suffix)." % (name,))]
+    return []
+
+
+def check_account(user, group, supplementary_groups):
+    """Service user and groups: portable account names, never root."""
+    out = []
+    for var, name in (("vllm_server_user", user), ("vllm_server_group", group)):
+        if not isinstance(name, str) or not ACCOUNT_RE.match(name):
+            out.append(_refusal("account_name", "%s %r is not an account name. Fix: lower-case letters, digits, "
+                                "_ and -, starting with a letter or _ (at most 32)." % (var, name)))
+        elif name == "root":
+            out.append(_refusal("account_root", "%s is root: the server would run with every privilege of the "
+                                "board. Fix: keep the default vllm (the role creates it)." % var))
+    if not isinstance(supplementary_groups, (list, tuple)):
+        out.append(_refusal("supplementary_groups", "vllm_server_supplementary_groups must be a list of group "
+                            "names, got %s. Fix: for example [video]." % type(supplementary_groups).__name__))
+        return out
+    for name in supplementary_groups:
+        if not isinstance(name, str) or not ACCOUNT_RE.match(name):
+            out.append(_refusal("supplementary_groups", "vllm_server_supplementary_groups item %r is not a group "
+                                "name. Fix: lower-case letters, digits, _ and - (for example video)." % (name,)))
+        elif name in ("root", "sudo", "adm", "wheel", "docker", "disk", "shadow", "lxd", "systemd-journal"):
+            out.append(_refusal("supplementary_groups", "vllm_server_supplementary_groups item %r grants "
+                                "administrator-level access. Fix: only device groups such as video, render."
+                                % (name,)))
+    return out
+
+
+def check_data_path(var, path):
+    """A directory the role creates and chowns: absolute, normalised, not a system directory."""
+    if not isinstance(path, str) or _control_chars(path):
+        return [_refusal("path", "%s %r contains control characters. Fix: a plain absolute path." % (var, path))]
+    if path in SYSTEM_DIRS:
+        return [_refusal("path_system", "%s %r is a system directory: the role would chown it to the service "
+                         "user. Fix: a directory of its own such as /var/lib/vllm/huggingface." % (var, path))]
+    if not SAFE_PATH_RE.match(path) or "/./" in path + "/" or "/../" in path + "/":
+        return [_refusal("path", "%s %r is not a plain absolute path. Fix: '/' followed by letters, digits and "
+                         "_ . @ + - only (no ':', ',', spaces, '..', '//' or trailing '/'); for example "
+                         "/var/lib/vllm/huggingface." % (var, path))]
+    if (path + "/").startswith(SYSTEM_TREES):
+        return [_refusal("path_system", "%s %r is a system directory: the role would chown it to the service "
+                         "user. Fix: a directory of its own such as /var/lib/vllm/huggingface." % (var, path))]
+    if (path + "/").startswith(HOME_TREES):
+        return [_refusal("path_home", "%s %r is under a home directory, which the unit hides (ProtectHome=yes). "
+                         "Fix: a directory such as /var/lib/vllm/huggingface." % (var, path))]
+    return []
+
+
+def check_executable(var, path):
+    """A program path on a unit line: absolute and plain."""
+    if not isinstance(path, str) or not SAFE_PATH_RE.match(path) or "/../" in path + "/" or "/./" in path + "/":
+        return [_refusal("executable", "%s %r is not a plain absolute program path. Fix: for example "
+                         "/usr/bin/docker (letters, digits and _ . @ + - only)." % (var, path))]
+    return []
+
+
+def check_secret(var, value):
+    """API key and HF token: same meaning in EnvironmentFile, docker --env-file and sh."""
+    if value in (None, ""):
+        return []
+    if not isinstance(value, str) or not SECRET_VALUE_RE.match(value):
+        # Never echo the value: it is a secret.
+        return [_refusal("secret_value", "%s contains a character that systemd's EnvironmentFile, docker "
+                         "--env-file and sh read differently (whitespace, quotes, backslash, $, `, ;, &, |, <, >, "
+                         "parentheses, a control character or non-ASCII), or is longer than 4096. Fix: letters, "
+                         "digits and . _ ~ + / = : , @ %% - only." % var)]
+    return []
+
+
+def check_environment(environment):
+    """vllm_server_environment: plain names; values on one line (quoted on the unit line)."""
+    if not isinstance(environment, dict):
+        return [_refusal("environment", "vllm_server_environment must be a mapping of NAME: value, got %s."
+                         % type(environment).__name__)]
+    out = []
+    for name, value in sorted(environment.items(), key=lambda kv: str(kv[0])):
+        if not isinstance(name, str) or not ENV_NAME_RE.match(name):
+            out.append(_refusal("environment", "vllm_server_environment name %r is not a variable name. Fix: "
+                                "letters, digits and _, not starting with a digit." % (name,)))
+        elif name.upper() in ENV_NAMES_REFUSED:
+            out.append(_refusal("environment", "vllm_server_environment must not set %s: it changes what runs or "
+                                "bypasses a variable the role manages (secrets: vllm_server_api_key / "
+                                "vllm_server_hf_token; cache: vllm_server_hf_home)." % name))
+        elif isinstance(value, (dict, list)) or value is None:
+            out.append(_refusal("environment", "vllm_server_environment %s must be a string or number." % name))
+        elif _control_chars(str(value)):
+            out.append(_refusal("environment", "vllm_server_environment %s contains a control character (a newline "
+                                "would start a new unit line). Fix: one line of printable text." % name))
+    return out
+
+
+def check_host(host, api_key, allow_open_bind=False):
+    """Listen address: a plain address, not an option, and never open without an API key."""
+    if not isinstance(host, str) or not HOST_RE.match(host) or host.startswith(("-", ".", ":-")):
+        return [_refusal("host", "vllm_server_host %r is not an IP address or host name (a leading '-' would be "
+                         "read as a vLLM option). Fix: 127.0.0.1, ::1 or the board's address." % (host,))]
+    if host in WILDCARD_HOSTS and not api_key and not allow_open_bind:
+        return [_refusal("open_bind", "vllm_server_host %s listens on every interface and vllm_server_api_key is "
+                         "empty: anyone on the network could use the server. Fix: set vllm_server_api_key (from "
+                         "a vault), bind 127.0.0.1, or set vllm_server_allow_open_bind: true when a firewall or "
+                         "an authenticating proxy guards the port." % host)]
+    return []
+
+
+def _flag_name(arg):
+    """Normalise a flag as vLLM's parser reads it: '--a_b.c=1' -> 'a-b'; '-tp' stays short."""
+    if arg.startswith("--"):
+        name = arg[2:].split("=", 1)[0]
+        # --json-flag.key=value and --json-flag.key+ set one key of a JSON flag.
+        name = re.split(r"[.+]", name, 1)[0]
+        return name.replace("_", "-")
+    return None
+
+
+def _refused_flag(name, allowed):
+    """Why a normalised long flag name is refused, or None."""
+    base = name[3:] if name.startswith("no-") else name
+    for forbidden in (name, base):
+        if forbidden in OWNED_FLAGS:
+            return "sets --%s, which the role manages. Fix: use %s." % (forbidden, OWNED_FLAGS[forbidden])
+        if forbidden in SECRET_FLAGS:
+            return "sets --%s. Fix: use %s." % (forbidden, SECRET_FLAGS[forbidden])
+    if base in allowed:
+        return None
+    # argparse accepts any unambiguous prefix ('--api' is --api-key, '--gpu' is --gpu-memory-utilization).
+    prefix_of = sorted(flag for flag in NEVER_ALLOWED | allowed if flag.startswith(base))
+    if prefix_of:
+        return ("is an abbreviation of --%s; vLLM would expand it. Fix: write a full flag name from the allow-list "
+                "(docs/security.md)." % ", --".join(prefix_of))
+    return ("is not in the allow-list of vllm serve tuning flags. Fix: use a listed flag, or add it to "
+            "vllm_server_extra_flags_allowed after checking what it does (docs/security.md).")
+
+
+def check_extra_args(extra_args, extra_flags_allowed=()):
+    """Refusals for vllm_server_extra_args (one token per item, allow-listed flags, no owned or secret flag)."""
+    if extra_args is None:
+        return []
+    if not isinstance(extra_args, (list, tuple)):
+        return [_refusal("extra_args", "vllm_server_extra_args must be a list of single arguments, not %s."
+                         % type(extra_args).__name__)]
+    out = []
+    allowed = set(ALLOWED_FLAGS)
+    for flag in extra_flags_allowed or ():
+        name = _flag_name(flag if isinstance(flag, str) and flag.startswith("--") else "--%s" % flag)
+        if name in NEVER_ALLOWED or (name or "").startswith("no-") and name[3:] in NEVER_ALLOWED:
+            out.append(_refusal("extra_flags_allowed", "vllm_server_extra_flags_allowed must not allow --%s: the "
+                                "role manages it or it carries a secret." % name))
+        elif name:
+            allowed.add(name)
+    for arg in extra_args:
+        if not isinstance(arg, str) or not _EXTRA_ARG_RE.match(arg):
+            out.append(_refusal("extra_args", "vllm_server_extra_args item %r is refused: one argument per item, "
+                                "letters, digits and _@+=:,./- only (no spaces, quotes, $ or ;)." % (arg,)))
+            continue
+        if not arg.startswith("-") or _NUMBER_RE.match(arg):
+            continue  # a value of the flag before it
+        if arg.startswith("--"):
+            why = _refused_flag(_flag_name(arg), allowed)
+        else:
+            short = arg.split("=", 1)[0]
+            long_name = SHORT_FLAGS.get(short)
+            if long_name is None:
+                # -q8 / -Oxyz: argparse reads a short flag with its value attached.
+                long_name = next((SHORT_FLAGS[s] for s in sorted(SHORT_FLAGS, key=len, reverse=True)
+                                  if short.startswith(s)), None)
+            why = (_refused_flag(long_name, allowed) if long_name else
+                   "is not a known short flag. Fix: use the long flag name.")
+        if why:
+            out.append(_refusal("extra_args", "vllm_server_extra_args item %r %s" % (arg, why)))
+    return out
+
+
+def check_container(image, pull, user, shm_size):
+    """Container runtime: a pinned image, an explicit pull policy, a numeric user."""
+    out = []
+    if isinstance(image, str):
+        reference = image.split("@", 1)[0]
+        tail = reference.rsplit("/", 1)[-1]
+        tag = tail.split(":", 1)[1] if ":" in tail else None
+        if "@sha256:" not in image and tag in (None, "latest"):
+            out.append(_refusal("container_image_moving_tag", "vllm_server_container_image %s %s the moving "
+                                ":latest tag: every pull may run a different vLLM than the one tested. Fix: pin "
+                                "a version tag (vllm/vllm-openai:v0.20.1) or a digest (@sha256:...)."
+                                % (image, "uses" if tag else "implies")))
+    if pull not in ("missing", "never", "always"):
+        out.append(_refusal("container_pull", "vllm_server_container_pull %r is not a docker pull policy. Fix: "
+                            "missing, never or always." % (pull,)))
+    if user not in (None, "") and not (isinstance(user, str) and NUMERIC_ID_RE.match(user)):
+        out.append(_refusal("container_user", "vllm_server_container_user %r must be UID:GID in numbers (a name "
+                            "would have to exist inside the image). Fix: for example 1000:1000, or empty for "
+                            "the image's user." % (user,)))
+    if not isinstance(shm_size, str) or not SHM_SIZE_RE.match(shm_size):
+        out.append(_refusal("container_shm_size", "vllm_server_container_shm_size %r is not a size. Fix: for "
+                            "example 2g." % (shm_size,)))
+    return out
+
+
+def input_refusals(opts):
+    """Every refusal for the role's inputs, service name first (it names the unit and env file)."""
+    runtime = opts.get("runtime")
+    out = check_service_name(opts.get("service_name"))
+    out += check_account(opts.get("user"), opts.get("group"), opts.get("supplementary_groups", []))
+    out += check_data_path("vllm_server_hf_home", opts.get("hf_home"))
+    out += check_secret("vllm_server_api_key", opts.get("api_key"))
+    out += check_secret("vllm_server_hf_token", opts.get("hf_token"))
+    out += check_environment(opts.get("environment", {}))
+    out += check_host(opts.get("host"), opts.get("api_key"), opts.get("allow_open_bind", False))
+    out += check_extra_args(opts.get("extra_args"), opts.get("extra_flags_allowed"))
+    if runtime == "container":
+        out += check_executable("vllm_server_docker_bin", opts.get("docker_bin"))
+        out += check_container(opts.get("image"), opts.get("pull"), opts.get("container_user"),
+                               opts.get("shm_size"))
+    else:
+        out += check_executable("vllm_server_native_bin", opts.get("native_bin"))
+    return out
