@@ -120,9 +120,8 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.jetson.specdec.plugins.module_utils.record.report import (
     build_report, chart_series, render_html, render_markdown,
 )
-from ansible_collections.jetson.specdec.plugins.module_utils.record.state import (
-    atomic_write_text, iso, utc_now,
-)
+from ansible_collections.jetson.specdec.plugins.module_utils.common.atomic import atomic_write_text
+from ansible_collections.jetson.specdec.plugins.module_utils.record.state import iso, utc_now
 
 
 def draw_chart(series):

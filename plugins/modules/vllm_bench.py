@@ -221,15 +221,12 @@ bench_warnings:
   elements: str
 """
 
-import json
-import os
-import tempfile
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.client import BenchError
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.prompts import output_len_bounds
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.runner import run_benchmark
+from ansible_collections.jetson.specdec.plugins.module_utils.common.atomic import atomic_write_json
 
 
 def build_module():
@@ -281,21 +278,6 @@ def validate(p):
     return None
 
 
-def write_json(path, data):
-    """Write atomically so a reader never sees half a result."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".vllm_bench-")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True)
-        os.chmod(tmp, 0o644)
-        os.rename(tmp, path)
-    except Exception:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def main():
     module = build_module()
     p = module.params
@@ -312,7 +294,7 @@ def main():
         module.fail_json(msg=str(exc), changed=False)
     if p["dest"] and not module.check_mode:
         try:
-            write_json(p["dest"], result)
+            atomic_write_json(p["dest"], result)
         except (IOError, OSError) as exc:
             module.fail_json(msg="cannot write %s: %s" % (p["dest"], exc), changed=False, **result)
     warnings = result.pop("warnings")

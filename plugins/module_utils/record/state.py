@@ -15,7 +15,8 @@ import errno
 import hashlib
 import json
 import os
-import tempfile
+
+from ansible_collections.jetson.specdec.plugins.module_utils.common.atomic import atomic_write_text, ensure_dir
 
 SCHEMA_VERSION = 1
 STATUSES = ("pending", "kept", "reverted", "refused", "baseline", "failed")
@@ -181,47 +182,6 @@ def _short(h):
 
 
 # --------------------------------------------------------------------------- files
-
-def ensure_dir(path, mode=0o755):
-    """Create ``path`` (and parents) with ``mode``; umask must not weaken or widen it."""
-    if not os.path.isdir(path):
-        os.makedirs(path, mode)
-        os.chmod(path, mode)
-
-
-def atomic_write_text(path, text, mode=0o644, dir_mode=0o755):
-    """Write ``text`` to ``path`` atomically: temp file in the same dir, fsync, os.replace.
-
-    Readers (node_exporter, a second play) never see a half-written file.  The
-    temp name starts with a dot and does not end in .prom, so the textfile
-    collector ignores it.
-    """
-    directory = os.path.dirname(os.path.abspath(path))
-    ensure_dir(directory, dir_mode)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    # make the rename itself durable
-    try:
-        dfd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:
-        pass
-
 
 def read_state(path, now, move_corrupt=True):
     """Load the state at ``path``.

@@ -16,9 +16,8 @@ import datetime
 import math
 import os
 
-from ansible_collections.jetson.specdec.plugins.module_utils.record.state import (
-    atomic_write_text, parse_iso,
-)
+from ansible_collections.jetson.specdec.plugins.module_utils.common.atomic import atomic_write_text
+from ansible_collections.jetson.specdec.plugins.module_utils.record.state import parse_iso
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import pool_level, pooled_acceptance
 
 FILENAME = "jetson_specdec.prom"
