@@ -1,0 +1,30 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Filter ``jetson.specdec.spec_choose_k``; documentation lives in spec_choose_k.yml (sidecar)."""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.choose_k import ChooseKError
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.choose_k import choose_k as _choose_k
+
+
+def spec_choose_k(candidate, baseline, k_measured, **params):
+    """``candidate | jetson.specdec.spec_choose_k(baseline, k_measured, method=...)``."""
+    try:
+        return _choose_k(candidate, baseline, k_measured, **params)
+    except ChooseKError as exc:
+        # missing levels or counters are a playbook problem: fail the task with the fix
+        raise AnsibleFilterError("spec_choose_k: %s" % exc)
+    except TypeError as exc:
+        raise AnsibleFilterError("spec_choose_k: unknown or missing option (%s); options are method, "
+                                 "concurrency and tie_tolerance" % exc)
+
+
+class FilterModule(object):
+    """jetson.specdec k-tuning filter."""
+
+    def filters(self):
+        return {"spec_choose_k": spec_choose_k}

@@ -1,0 +1,205 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Choose num_speculative_tokens (k) from one measured candidate (stdlib only).
+
+Why one measurement is enough: vLLM's per-position counters give r_i, the share
+of draft steps whose first i drafted tokens were all accepted.  With chain
+drafting (EAGLE/EAGLE-3, MTP, a draft model, n-gram) the first k' drafted tokens
+do not depend on k, so a run at the probe k gives the expected tokens per step
+of every smaller k' by truncation: E[L(k')] = 1 + r_1 + ... + r_k'.
+
+The cost side comes from the measured step times at concurrency 1:
+
+* baseline TPOT is one target step, T_base (one token per step);
+* candidate step time is candidate TPOT x measured acceptance length
+  (TPOT spreads a step over the tokens it emitted);
+* the difference, spread over the k drafted positions, is the draft plus
+  widened-verification cost per drafted token, d.  For the n-gram proposer the
+  lookup cost does not grow with k, so the whole difference is one fixed cost.
+
+Predicted TPOT(k') = (T_base + k' d) / E[L(k')] (Leviathan et al.'s model with
+measured per-position acceptance instead of a constant rate).  Throughput at
+concurrency 1 also pays the first token, so the prediction uses
+n / (TTFT + (n - 1) TPOT) per request, then is scaled so that at the measured k
+it equals the measured throughput ratio: the model only has to be right about
+the *shape* over k, not about the client's overheads.
+
+Ties: like vLLM's own k tuner, the smallest k within ``tie_tolerance`` of the
+best prediction wins (a smaller k costs less memory and degrades less at high
+concurrency).
+"""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+# n-gram lookup runs on the CPU once per step whatever k is
+CONSTANT_COST_METHODS = ("ngram", "ngram_gpu", "suffix")
+
+
+class ChooseKError(ValueError):
+    """The inputs cannot support a k choice; the message says what is missing."""
+
+
+def _median(values):
+    data = sorted(v for v in values if v is not None)
+    if not data:
+        return None
+    mid = len(data) // 2
+    return data[mid] if len(data) % 2 else (data[mid - 1] + data[mid]) / 2.0
+
+
+def _as_list(result):
+    if isinstance(result, (list, tuple)):
+        return [r for r in result if r]
+    return [result] if result else []
+
+
+def _level(result, concurrency):
+    for run in (result or {}).get("runs") or []:
+        if isinstance(run, dict) and run.get("concurrency") == concurrency:
+            return run
+    return None
+
+
+def _level_numbers(results, concurrency, role):
+    """Median TPOT, TTFT (seconds), throughput, tokens per request over repeats."""
+    runs = [_level(r, concurrency) for r in _as_list(results)]
+    runs = [r for r in runs if r and r.get("completed")]
+    if not runs:
+        raise ChooseKError("the %s result has no completed run at concurrency %d: benchmark it at "
+                           "concurrency %d first" % (role, concurrency, concurrency))
+    tpot = _median(r.get("tpot_ms_p50") for r in runs)
+    if not tpot or tpot <= 0:
+        raise ChooseKError("the %s result has no TPOT p50 at concurrency %d (outputs of one token?): "
+                           "benchmark with output_len of at least 2" % (role, concurrency))
+    ttft = _median(r.get("ttft_ms_p50") for r in runs) or 0.0
+    tput = _median(r.get("throughput_tok_s") for r in runs)
+    per_request = _median(float(r.get("output_tokens") or 0) / r["completed"] for r in runs)
+    return {"tpot": tpot / 1000.0, "ttft": ttft / 1000.0, "throughput": tput,
+            "tokens": per_request}
+
+
+def _spec_counts(results, concurrency):
+    """(drafts, per-position rates) pooled over repeats, preferring the level's counters.
+
+    Pooling weights each repeat by its draft steps, which is what one longer run
+    would have counted."""
+    drafts_total = 0.0
+    weighted = []
+    for result in _as_list(results):
+        run = _level(result, concurrency) or {}
+        spec = run.get("spec_decode") or result.get("spec_decode")
+        if not spec or not spec.get("drafts"):
+            continue
+        drafts = float(spec["drafts"])
+        rates = [float(x or 0.0) for x in (spec.get("per_position") or [])]
+        for i, rate in enumerate(rates):
+            if i == len(weighted):
+                weighted.append(0.0)
+            weighted[i] += rate * drafts
+        drafts_total += drafts
+    if not drafts_total:
+        return 0.0, []
+    return drafts_total, [w / drafts_total for w in weighted]
+
+
+def acceptance_lengths(per_position, k_max):
+    """E[L(k)] for k = 0..k_max by truncating the per-position rates.
+
+    Positions the server did not report (none accepted there) count as 0.  The
+    rates are made non-increasing first: position i+1 can only be accepted after
+    position i, so a rise is counting noise."""
+    rates = []
+    ceiling = 1.0
+    for i in range(k_max):
+        rate = per_position[i] if i < len(per_position) else 0.0
+        rate = min(max(rate, 0.0), ceiling)
+        rates.append(rate)
+        ceiling = rate
+    lengths = [1.0]
+    for rate in rates:
+        lengths.append(lengths[-1] + rate)
+    return lengths
+
+
+def predict(lengths, base, cand, k_measured, constant_cost=False):
+    """Per k: predicted TPOT (s) and throughput ratio over the baseline (unscaled)."""
+    t_base = base["tpot"]
+    step_measured = cand["tpot"] * lengths[k_measured]
+    extra = max(0.0, step_measured - t_base)
+    n = max(cand["tokens"] or base["tokens"] or 1.0, 1.0)
+
+    def throughput(ttft, tpot):
+        return n / (ttft + (n - 1) * tpot)
+
+    base_tput = throughput(base["ttft"], t_base)
+    out = {}
+    for k in range(1, k_measured + 1):
+        cost = extra if constant_cost else extra * k / float(k_measured)
+        tpot = (t_base + cost) / lengths[k]
+        out[k] = (tpot, throughput(cand["ttft"], tpot) / base_tput)
+    return out, extra
+
+
+def choose_k(candidate, baseline, k_measured, method=None, concurrency=1, tie_tolerance=0.01):
+    """Return the k choice; see the module docstring.  Raises ChooseKError."""
+    if isinstance(k_measured, bool) or not isinstance(k_measured, int) or k_measured < 1:
+        raise ChooseKError("k_measured must be the num_speculative_tokens the candidate ran with "
+                           "(an integer >= 1), got %r" % (k_measured,))
+    if not 0 <= tie_tolerance < 0.5:
+        raise ChooseKError("tie_tolerance must be within [0, 0.5), got %r" % (tie_tolerance,))
+    base = _level_numbers(baseline, concurrency, "baseline")
+    cand = _level_numbers(candidate, concurrency, "candidate")
+    drafts, per_position = _spec_counts(candidate, concurrency)
+    if not drafts:
+        raise ChooseKError("the candidate result has no spec-decode counters (drafts = 0): the "
+                           "server exposed no vllm:spec_decode_* metrics or speculation was off")
+    reasons = []
+    if len(per_position) < k_measured:
+        reasons.append("the server reported acceptance for %d of %d positions; the rest count as 0"
+                       % (len(per_position), k_measured))
+    lengths = acceptance_lengths(per_position, k_measured)
+    constant_cost = method in CONSTANT_COST_METHODS
+    preds, extra = predict(lengths, base, cand, k_measured, constant_cost)
+    ratio_at_k = preds[k_measured][1]
+    scale = 1.0
+    if base["throughput"] and cand["throughput"] and ratio_at_k > 0:
+        scale = (cand["throughput"] / base["throughput"]) / ratio_at_k
+    speedup = dict((k, preds[k][1] * scale) for k in preds)
+    best_value = max(speedup.values())
+    best = min(k for k in speedup if speedup[k] >= best_value * (1.0 - tie_tolerance))
+    top = max(speedup, key=lambda k: (speedup[k], -k))
+
+    rates = ", ".join("%.2f" % (lengths[i + 1] - lengths[i]) for i in range(k_measured))
+    reasons.append("measured at k=%d over %d draft steps: acceptance length %.2f, per-position "
+                   "acceptance %s" % (k_measured, int(drafts), lengths[k_measured], rates))
+    cost_text = ("a fixed %.2f ms per step (n-gram lookup)" % (extra * 1000.0) if constant_cost else
+                 "%.1f %% of a target step per drafted token" % (
+                     100.0 * extra / k_measured / base["tpot"]))
+    reasons.append("draft and verification cost %s: candidate step %.2f ms (TPOT %.2f ms x "
+                   "acceptance length %.2f) against the baseline step %.2f ms"
+                   % (cost_text, 1000.0 * cand["tpot"] * lengths[k_measured], 1000.0 * cand["tpot"],
+                      lengths[k_measured], 1000.0 * base["tpot"]))
+    if best != top:
+        reasons.append("k=%d predicted %.3fx, within %.1f %% of the best (k=%d, %.3fx): the smaller "
+                       "k is chosen" % (best, speedup[best], 100.0 * tie_tolerance, top, speedup[top]))
+    else:
+        reasons.append("k=%d has the highest predicted speedup, %.3fx" % (best, speedup[best]))
+    if speedup[best] <= 1.0:
+        reasons.append("no k up to %d is predicted to beat the baseline at concurrency %d"
+                       % (k_measured, concurrency))
+    if best == k_measured:
+        reasons.append("the best k is the largest measured; a larger k was not measured and may "
+                       "be faster still")
+    return {
+        "k": best,
+        "k_measured": k_measured,
+        "predicted_speedup": dict((str(k), round(v, 4)) for k, v in sorted(speedup.items())),
+        "predicted_tpot_ms": dict((str(k), round(preds[k][0] * 1000.0, 4)) for k in sorted(preds)),
+        "acceptance_length": dict((str(k), round(lengths[k], 4)) for k in range(1, k_measured + 1)),
+        "measured_speedup": round(cand["throughput"] / base["throughput"], 4)
+        if base["throughput"] and cand["throughput"] else None,
+        "draft_cost_ms": round(extra * 1000.0, 4),
+        "beats_baseline": speedup[best] > 1.0,
+        "reasons": reasons,
+    }

@@ -1,0 +1,147 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.choose_k import (
+    ChooseKError, acceptance_lengths, choose_k,
+)
+
+T_BASE = 0.020  # one target step, seconds
+N_TOKENS = 128
+
+
+def _run(tpot_s, ttft_s=0.0, spec=None, concurrency=1, n=N_TOKENS, requests=10):
+    latency = ttft_s + (n - 1) * tpot_s
+    run = {"concurrency": concurrency, "completed": requests, "output_tokens": n * requests,
+           "tpot_ms_p50": tpot_s * 1000.0, "ttft_ms_p50": ttft_s * 1000.0,
+           "throughput_tok_s": n / latency}
+    if spec is not None:
+        run["spec_decode"] = spec
+    return run
+
+
+def _baseline(ttft_s=0.0):
+    return {"runs": [_run(T_BASE, ttft_s), _run(T_BASE * 3, ttft_s, concurrency=8)],
+            "spec_decode": None}
+
+
+def _candidate(rates, k, cost_per_k, ttft_s=0.0, constant=False, drafts=1000):
+    """A candidate measured at k whose step is T_BASE + cost (the model the rule assumes)."""
+    length = 1.0 + sum(rates[:k])
+    step = T_BASE + (cost_per_k if constant else cost_per_k * k)
+    spec = {"drafts": drafts, "per_position": list(rates[:k]),
+            "mean_acceptance_length": length}
+    return {"runs": [_run(step / length, ttft_s, spec)], "spec_decode": spec}
+
+
+def _geometric(alpha, k):
+    return [alpha ** (i + 1) for i in range(k)]
+
+
+def _leviathan(alpha, k, c):
+    return (1 - alpha ** (k + 1)) / ((1 - alpha) * (1 + k * c))
+
+
+@pytest.mark.parametrize("alpha,c", [(0.8, 0.05), (0.6, 0.1), (0.9, 0.02), (0.5, 0.2)])
+def test_predictions_follow_leviathan_for_a_constant_rate(alpha, c):
+    k_measured = 8
+    cand = _candidate(_geometric(alpha, k_measured), k_measured, c * T_BASE)
+    out = choose_k(cand, _baseline(), k_measured, tie_tolerance=0.0)
+    for k in range(1, k_measured + 1):
+        assert out["predicted_speedup"][str(k)] == pytest.approx(_leviathan(alpha, k, c), rel=1e-3)
+    best = max(range(1, k_measured + 1), key=lambda k: _leviathan(alpha, k, c))
+    assert out["k"] == best
+    assert sorted(out["predicted_speedup"], key=int) == [str(k) for k in range(1, k_measured + 1)]
+
+
+def test_prediction_at_the_measured_k_equals_the_measurement_even_with_prefill():
+    cand = _candidate(_geometric(0.7, 5), 5, 0.001, ttft_s=0.3)
+    base = _baseline(ttft_s=0.25)
+    out = choose_k(cand, base, 5)
+    measured = cand["runs"][0]["throughput_tok_s"] / base["runs"][0]["throughput_tok_s"]
+    assert out["predicted_speedup"]["5"] == pytest.approx(measured, rel=1e-4)
+    assert out["measured_speedup"] == pytest.approx(measured, rel=1e-3)
+    # prefill dilutes the decode gain: every prediction lies below the pure TPOT ratio
+    assert out["predicted_speedup"]["3"] < _leviathan(0.7, 3, 0.05)
+
+
+def test_a_steep_curve_picks_a_small_k_and_a_flat_one_a_large_k():
+    steep = [0.75, 0.3, 0.1, 0.03, 0.01, 0.0]  # conditional rates fall fast after the first token
+    flat = _geometric(0.92, 6)
+    cost = 0.06 * T_BASE
+    assert choose_k(_candidate(steep, 6, cost), _baseline(), 6)["k"] == 2
+    assert choose_k(_candidate(flat, 6, cost), _baseline(), 6)["k"] == 6
+
+
+def test_ngram_cost_is_fixed_per_step():
+    rates = [0.5, 0.3, 0.2, 0.15, 0.1]
+    cand = _candidate(rates, 5, 0.1 * T_BASE, constant=True)
+    fixed = choose_k(cand, _baseline(), 5, method="ngram", tie_tolerance=0.0)
+    assert fixed["k"] == 5  # no per-token cost: every accepted position is free speed
+    lengths = acceptance_lengths(rates, 5)
+    assert fixed["predicted_speedup"]["2"] == pytest.approx(lengths[2] / 1.1, rel=1e-3)
+    # the same run read as a per-token cost makes small k look cheaper
+    per_token = choose_k(cand, _baseline(), 5, method="eagle3", tie_tolerance=0.0)
+    assert per_token["predicted_speedup"]["1"] > fixed["predicted_speedup"]["1"]
+
+
+def test_tie_goes_to_the_smaller_k():
+    # k=4 is best, k=3 within 2 %: the smaller is chosen and the reason says so
+    rates = [0.8, 0.6, 0.45, 0.15, 0.0]
+    cand = _candidate(rates, 5, 0.04 * T_BASE)
+    strict = choose_k(cand, _baseline(), 5, tie_tolerance=0.0)
+    loose = choose_k(cand, _baseline(), 5, tie_tolerance=0.05)
+    assert loose["k"] < strict["k"]
+    assert any("smaller k is chosen" in r for r in loose["reasons"])
+
+
+def test_losing_speculation_is_reported():
+    cand = _candidate([0.1, 0.01, 0.0], 3, 0.3 * T_BASE)
+    out = choose_k(cand, _baseline(), 3)
+    assert out["k"] == 1 and out["beats_baseline"] is False
+    assert any("no k up to 3 is predicted to beat the baseline" in r for r in out["reasons"])
+
+
+def test_missing_positions_count_as_zero_and_rises_are_clipped():
+    assert acceptance_lengths([0.5, 0.7], 4) == pytest.approx([1.0, 1.5, 2.0, 2.0, 2.0])
+    cand = _candidate([0.6, 0.4, 0.2, 0.1], 4, 0.02 * T_BASE)
+    cand["runs"][0]["spec_decode"]["per_position"] = [0.6, 0.4]
+    out = choose_k(cand, _baseline(), 4)
+    assert out["acceptance_length"]["4"] == pytest.approx(2.0)
+    assert any("2 of 4 positions" in r for r in out["reasons"])
+
+
+def test_repeats_pool_counters_by_draft_steps():
+    a = _candidate([0.8, 0.6], 2, 0.001, drafts=300)
+    b = _candidate([0.4, 0.2], 2, 0.001, drafts=100)
+    out = choose_k([a, b], [_baseline(), _baseline()], 2)
+    assert out["acceptance_length"]["1"] == pytest.approx(1 + (0.8 * 300 + 0.4 * 100) / 400.0)
+
+
+def test_top_level_counters_are_used_when_the_level_has_none():
+    cand = _candidate(_geometric(0.7, 3), 3, 0.001)
+    del cand["runs"][0]["spec_decode"]
+    assert choose_k(cand, _baseline(), 3)["acceptance_length"]["3"] == pytest.approx(
+        1 + 0.7 + 0.49 + 0.343)
+
+
+@pytest.mark.parametrize("mutate,match", [
+    (lambda c, b: c.update(spec_decode=None) or c["runs"][0].pop("spec_decode"), "no spec-decode counters"),
+    (lambda c, b: b.update(runs=[]), "baseline result has no completed run at concurrency 1"),
+    (lambda c, b: c["runs"][0].update(tpot_ms_p50=None), "candidate result has no TPOT"),
+])
+def test_bad_inputs_name_the_problem(mutate, match):
+    cand, base = _candidate(_geometric(0.7, 3), 3, 0.001), _baseline()
+    mutate(cand, base)
+    with pytest.raises(ChooseKError, match=match):
+        choose_k(cand, base, 3)
+
+
+@pytest.mark.parametrize("k", [0, -1, True, "3", 2.5])
+def test_k_measured_must_be_a_positive_integer(k):
+    with pytest.raises(ChooseKError, match="k_measured"):
+        choose_k(_candidate(_geometric(0.7, 3), 3, 0.001), _baseline(), k)
