@@ -14,21 +14,35 @@ description:
   - Keeps a JSON state file per Jetson host (status, config hash, last good config, verdict, benchmarks,
     fallback-ladder attempts, ISO 8601 UTC timestamps) so an interrupted rollout is resumed, and a
     converged host is left alone.
-  - Writes are atomic (temporary file in the same directory, fsync, rename), file mode 0644, directory 0755.
-  - Also takes and releases a rollout lock so two controllers never roll out the same host at once.
+  - Writes are atomic (temporary file in the same directory, mode set on the descriptor, fsync, rename); the
+    state file is mode 0640 and the lock 0600 (never world-readable), a new directory 0750. A state directory
+    owned by another user, or writable by group or others, is refused.
+  - Also takes, refreshes (heartbeat) and releases a rollout lock so two controllers never roll out the same
+    host at once.
+  - Operating-system errors (disk full, read-only filesystem, permission denied) fail the task with the path
+    and what to do, never with a traceback.
   - Optionally publishes the state as node_exporter textfile-collector metrics.
 options:
   state:
     description:
-      - V(read) returns the stored state (an empty default when the file is missing; a corrupt file is moved
-        aside to C(<path>.corrupt-<timestamp>) with a warning).
+      - V(read) returns the stored state and never changes anything. A missing file gives an empty default; a
+        corrupt file (invalid UTF-8 or JSON, nesting deeper than 64 levels, a field of the wrong type) gives the
+        empty default with a warning.
+      - A file written by a newer collection (a higher C(schema_version), or a status this version does not
+        know) fails every action with a message, and the file is left as it is.
       - V(write) merges the given fields into the state. Changed only when the content differs apart from
-        timestamps.
-      - V(lock) creates O(lock_path) exclusively. A fresh lock held by another owner fails the task; a lock
-        older than O(lock_timeout) is taken over with a warning.
-      - V(unlock) removes the lock if O(owner) holds it, or any lock with O(force=true).
+        timestamps. A corrupt file is first moved aside to C(<path>.corrupt-<UTC time>-<random>).
+      - V(lock) takes O(lock_path) and returns C(lock.token), a random id of this holder. Pass it to V(refresh)
+        and V(unlock); the run id alone does not identify the holder (two controllers may use the same one). A
+        fresh lock held by anyone else (even with the same O(owner)) fails the task; a lock without a heartbeat
+        for longer than O(lock_timeout) (or the timeout its holder declared, whichever is larger) is taken over
+        with a warning. Taking over is atomic: of two runs that find the same stale lock, one gets it.
+      - V(refresh) is the heartbeat of the holder of O(token), to call between long steps. It fails when the lock
+        is gone or belongs to someone else (taken over or broken by hand): the rollout must stop.
+      - V(unlock) removes the lock if O(token) holds it, or any lock with O(force=true). Unlocking with O(owner)
+        only (no token) still works, with a warning, but cannot tell two controllers with one run id apart.
     type: str
-    choices: [read, write, lock, unlock]
+    choices: [read, write, lock, refresh, unlock]
     default: read
   path:
     description: State file.
@@ -39,16 +53,30 @@ options:
     type: path
   owner:
     description:
-      - Identifier of this rollout (for example the run id), stored in the lock. Not a process id, because
-        every task runs in a new process. Required for O(state=lock), and for O(state=unlock) without O(force).
+      - Identifier of this rollout (for example the run id), stored in the lock to tell a human who holds it.
+        Required for O(state=lock).
+    type: str
+  token:
+    description:
+      - The C(lock.token) returned by O(state=lock). Required for O(state=refresh); identifies the holder for
+        O(state=unlock).
     type: str
   controller:
     description: Name of the controller taking the lock, shown to whoever finds the lock held.
     type: str
   lock_timeout:
-    description: Seconds after which an existing lock counts as stale and is taken over.
+    description:
+      - Seconds without a heartbeat after which an existing lock counts as stale and is taken over. Stored in
+        the lock, so other controllers judge it by the holder's timeout if that is longer than theirs.
+      - Default is derived from O(lock_steps) when given, else 3600.
     type: int
-    default: 3600
+  lock_steps:
+    description:
+      - The longest time, in seconds, each step of the rollout may take (health wait, one benchmark level's
+        C(max_duration), ...). With O(state=lock) and no O(lock_timeout), the timeout is twice the longest step
+        plus 300 s, which holds as long as the role calls O(state=refresh) between steps.
+    type: list
+    elements: int
   force:
     description:
       - With O(state=unlock), remove the lock whoever holds it.
@@ -96,7 +124,8 @@ attributes:
   check_mode:
     description: Can run in check mode and return changed status prediction without modifying target.
     support: full
-    details: Nothing is written; a corrupt state file is reported but not moved aside; a lock is not created.
+    details: Nothing is written; a corrupt state file is reported but not moved aside; a lock is not created,
+      refreshed or removed.
   diff_mode:
     description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
     support: full
@@ -111,6 +140,18 @@ EXAMPLES = r"""
     state: lock
     owner: "{{ specdec_run_id }}"
     controller: "{{ lookup('ansible.builtin.pipe', 'hostname') }}"
+    lock_steps: [600, 1800]  # health wait, one benchmark level
+  register: specdec_lock
+
+- name: Heartbeat between long steps
+  jetson.specdec.rollout_state:
+    state: refresh
+    token: "{{ specdec_lock.lock.token }}"
+
+- name: Release the lock (in an always section)
+  jetson.specdec.rollout_state:
+    state: unlock
+    token: "{{ specdec_lock.lock.token }}"
 
 - name: Does this host need a rollout?
   jetson.specdec.rollout_state:
@@ -170,8 +211,10 @@ needs_rollout_reason:
   returned: when O(config) is given with O(state=read)
   type: str
 lock:
-  description: Lock holder C({owner, started_at, controller}) taken or released.
-  returned: with O(state=lock) or O(state=unlock)
+  description:
+    - Lock holder C({owner, controller, token, started_at, refreshed_at, timeout, pid}) taken, refreshed or
+      released (null when there was no lock to release). C(pid) is the module's process on the host.
+  returned: with O(state=lock), O(state=refresh) or O(state=unlock)
   type: dict
 textfile:
   description: Path of the textfile-collector file written (or that would be written in check mode).
@@ -183,9 +226,10 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.jetson.specdec.plugins.module_utils.record import lock as rollout_lock
 from ansible_collections.jetson.specdec.plugins.module_utils.record.state import (
-    StateError, acquire_lock, atomic_write_text, config_hash, content_differs, dump_state,
-    merge_state, needs_rollout, read_state, release_lock, utc_now,
+    StateError, config_hash, content_differs, describe_os_error, dump_state, merge_state, needs_rollout,
+    read_state, utc_now, write_state,
 )
 from ansible_collections.jetson.specdec.plugins.module_utils.record.textfile import render, write_textfile
 
@@ -203,26 +247,52 @@ def _write(module, p, now, result):
     new = merge_state(current, updates, now, attempt=p["attempt"])
     changed = content_differs(current, new)
     if changed and not module.check_mode:
-        atomic_write_text(p["path"], dump_state(new))
+        write_state(p["path"], new)
     if module._diff:
         result["diff"] = {"before": dump_state(current), "after": dump_state(new),
                           "before_header": p["path"], "after_header": p["path"]}
     if p["textfile_dir"]:
-        tf_changed, tf_path = write_textfile(p["textfile_dir"], render(new), check_mode=module.check_mode)
+        try:
+            tf_changed, tf_path = write_textfile(p["textfile_dir"], render(new), check_mode=module.check_mode)
+        except OSError as exc:
+            raise StateError(describe_os_error("write the textfile-collector metrics in", p["textfile_dir"], exc)
+                             + " The state file itself was written.")
         result["textfile"] = tf_path
         changed = changed or tf_changed
     result.update(changed=changed, rollout_state=new)
 
 
+def _lock_action(module, p, lock_path, now, result):
+    if p["state"] == "lock":
+        timeout = p["lock_timeout"]
+        if timeout is None:
+            timeout = rollout_lock.lock_timeout_for(p["lock_steps"])
+        changed, holder, warnings = rollout_lock.acquire(lock_path, p["owner"], p["controller"], now, timeout,
+                                                         token=p["token"], check_mode=module.check_mode)
+    elif p["state"] == "refresh":
+        holder = rollout_lock.refresh(lock_path, p["token"], now, timeout=p["lock_timeout"],
+                                      check_mode=module.check_mode)
+        changed, warnings = False, []
+    else:
+        changed, holder, warnings = rollout_lock.release(lock_path, token=p["token"], owner=p["owner"],
+                                                         force=p["force"], check_mode=module.check_mode,
+                                                         controller=p["controller"])
+    for w in warnings:
+        module.warn(w)
+    result.update(changed=changed, lock=holder)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", default="read", choices=["read", "write", "lock", "unlock"]),
+            state=dict(type="str", default="read", choices=["read", "write", "lock", "refresh", "unlock"]),
             path=dict(type="path", default="/var/lib/jetson-specdec/state.json"),
             lock_path=dict(type="path"),
             owner=dict(type="str"),
+            token=dict(type="str", no_log=False),
             controller=dict(type="str"),
-            lock_timeout=dict(type="int", default=3600),
+            lock_timeout=dict(type="int"),
+            lock_steps=dict(type="list", elements="int"),
             force=dict(type="bool", default=False),
             config=dict(type="dict"),
             status=dict(type="str", choices=["pending", "kept", "reverted", "refused", "baseline", "failed"]),
@@ -235,15 +305,15 @@ def main():
             error=dict(type="str"),
             textfile_dir=dict(type="path"),
         ),
-        required_if=[("state", "lock", ("owner",))],
+        required_if=[("state", "lock", ("owner",)), ("state", "refresh", ("token",))],
         supports_check_mode=True,
     )
     p = module.params
     lock_path = p["lock_path"] or os.path.join(os.path.dirname(p["path"]), "rollout.lock")
-    if p["state"] == "unlock" and not p["owner"] and not p["force"]:
-        module.fail_json(msg="state=unlock needs owner (the id that took the lock) or force=true to remove "
+    if p["state"] == "unlock" and not (p["owner"] or p["token"] or p["force"]):
+        module.fail_json(msg="state=unlock needs token (lock.token from state=lock) or force=true to remove "
                              "whatever lock is there")
-    if p["lock_timeout"] < 0:
+    if p["lock_timeout"] is not None and p["lock_timeout"] < 0:
         module.fail_json(msg="lock_timeout must be >= 0 seconds, got %d" % p["lock_timeout"])
     now = utc_now()
     result = dict(changed=False, path=p["path"])
@@ -251,7 +321,7 @@ def main():
         if p["config"] is not None:
             result["config_hash"] = config_hash(p["config"])
         if p["state"] == "read":
-            stored, warnings = read_state(p["path"], now, move_corrupt=not module.check_mode)
+            stored, warnings = read_state(p["path"], now)
             for w in warnings:
                 module.warn(w)
             result["rollout_state"] = stored
@@ -260,19 +330,17 @@ def main():
                 result.update(needs_rollout=needed, needs_rollout_reason=reason)
         elif p["state"] == "write":
             _write(module, p, now, result)
-        elif p["state"] == "lock":
-            changed, holder, warnings = acquire_lock(lock_path, p["owner"], p["controller"], now,
-                                                     p["lock_timeout"], module.check_mode)
-            for w in warnings:
-                module.warn(w)
-            result.update(changed=changed, lock=holder)
         else:
-            changed, holder = release_lock(lock_path, p["owner"], p["force"], module.check_mode)
-            result.update(changed=changed, lock=holder)
-        if "rollout_state" not in result:
-            result["rollout_state"] = read_state(p["path"], now, move_corrupt=False)[0]
+            _lock_action(module, p, lock_path, now, result)
+            try:
+                result["rollout_state"] = read_state(p["path"], now)[0]
+            except StateError:
+                # The lock works whatever the state file holds; read/write report that.
+                result["rollout_state"] = None
     except StateError as exc:
         module.fail_json(msg=str(exc), **result)
+    except (OSError, IOError) as exc:  # anything not wrapped below: still no traceback
+        module.fail_json(msg=describe_os_error("update", p["path"], exc), **result)
     module.exit_json(**result)
 
 

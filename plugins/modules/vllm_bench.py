@@ -45,6 +45,17 @@ options:
   api_key:
     description: Bearer token sent as C(Authorization) header, if the server requires one.
     type: str
+  ca_path:
+    description:
+      - PEM bundle of the CA that signed the server's certificate, for an C(https://) O(url) behind a proxy with
+        the fleet's own CA. Default is the system's CA store.
+    type: path
+  validate_certs:
+    description:
+      - Check the server's certificate and host name for an C(https://) O(url). V(false) still encrypts but
+        trusts any certificate; use it only on a test bench.
+    type: bool
+    default: true
   endpoint:
     description:
       - C(completions) uses C(/v1/completions) with token-id prompts (exact input length);
@@ -235,6 +246,8 @@ def build_module():
             url=dict(type="str", default="http://127.0.0.1:8000"),
             model=dict(type="str"),
             api_key=dict(type="str", no_log=True),
+            ca_path=dict(type="path"),
+            validate_certs=dict(type="bool", default=True),
             endpoint=dict(type="str", default="completions", choices=["completions", "chat"]),
             concurrency=dict(type="list", elements="int", default=[1, 8]),
             num_prompts=dict(type="int", default=50),
@@ -287,7 +300,7 @@ def main():
     cfg = dict((k, p[k]) for k in (
         "url", "model", "api_key", "endpoint", "concurrency", "num_prompts", "warmup_prompts",
         "input_len", "output_len", "output_range_ratio", "seed", "prompt_token_ids_range", "request_timeout",
-        "max_duration", "max_failed_ratio", "power_mode"))
+        "max_duration", "max_failed_ratio", "power_mode", "ca_path", "validate_certs"))
     try:
         result, failure = run_benchmark(cfg)
     except BenchError as exc:

@@ -23,6 +23,7 @@ __metaclass__ = type
 
 import json
 import socket
+import ssl
 import time
 
 try:  # Python 3
@@ -49,7 +50,7 @@ class BenchError(Exception):
 class Target(object):
     """Where the server is: parsed once from the module's ``url``."""
 
-    def __init__(self, url, api_key=None):
+    def __init__(self, url, api_key=None, ca_path=None, validate_certs=True):
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise BenchError("url must look like http://host:port, got %r" % (url,))
@@ -64,15 +65,35 @@ class Target(object):
         self.headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if api_key:
             self.headers["Authorization"] = "Bearer %s" % api_key
+        self.ssl_context = tls_context(ca_path, validate_certs) if self.https else None
 
     def path(self, suffix):
         return self.base_path + suffix
 
     def connect(self, timeout):
-        cls = httplib.HTTPSConnection if self.https else httplib.HTTPConnection
-        conn = cls(self.host, self.port, timeout=max(0.001, min(CONNECT_TIMEOUT, timeout)))
+        timeout = max(0.001, min(CONNECT_TIMEOUT, timeout))
+        if self.https:
+            conn = httplib.HTTPSConnection(self.host, self.port, timeout=timeout, context=self.ssl_context)
+        else:
+            conn = httplib.HTTPConnection(self.host, self.port, timeout=timeout)
         conn.connect()  # sets TCP_NODELAY (http.client, Python 3.8+), as aiohttp does
         return conn
+
+
+def tls_context(ca_path=None, validate_certs=True):
+    """Client TLS context: the system CAs, or ``ca_path`` (a PEM bundle, e.g. the fleet's own CA).
+
+    ``validate_certs=False`` skips the certificate and host name checks (a
+    self-signed proxy on a test bench); the traffic is still encrypted.
+    """
+    try:
+        context = ssl.create_default_context(cafile=ca_path)
+    except (IOError, OSError, ssl.SSLError) as exc:
+        raise BenchError("cannot load the CA bundle ca_path=%r: %s" % (ca_path, exc))
+    if not validate_certs:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
 
 
 def classify_exception(exc, by_deadline):
@@ -81,6 +102,8 @@ def classify_exception(exc, by_deadline):
         return "deadline" if by_deadline else "timeout"
     if isinstance(exc, ConnectionRefusedError):
         return "connection_refused"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return "tls_verify_failed"
     if isinstance(exc, (httplib.IncompleteRead, httplib.RemoteDisconnected,
                         ConnectionResetError, BrokenPipeError)):
         return "stream_closed"
@@ -170,7 +193,12 @@ class StreamClient(object):
             self.conn = None
 
     def _send(self, body, end):
-        """Send the request; return (response, send time).
+        """Send the request; return (response, socket, send time).
+
+        The socket is taken before ``getresponse``: for a response that ends
+        by closing the connection (``Connection: close``, an HTTP/1.0-style
+        body without length, many reverse proxies) http.client hands the
+        socket to the response and sets ``conn.sock`` to None.
 
         A request the server dropped before answering a single byte (stale
         kept-alive connection, or a connection reset because the server's
@@ -180,14 +208,16 @@ class StreamClient(object):
         """
         for attempt in (0, 1):
             sent_at = perf_counter()
-            if self.conn is None:
+            if self.conn is None or self.conn.sock is None:
+                self.close()
                 self.conn = self.target.connect(end - sent_at)
             try:
-                self.conn.sock.settimeout(max(0.001, end - perf_counter()))
+                sock = self.conn.sock
+                sock.settimeout(max(0.001, end - perf_counter()))
                 self.conn.request("POST", self.path, body, self.target.headers)
                 if TCP_QUICKACK and self.keep_alive:
-                    self.conn.sock.setsockopt(IPPROTO_TCP, TCP_QUICKACK, 1)
-                return self.conn.getresponse(), sent_at
+                    sock.setsockopt(IPPROTO_TCP, TCP_QUICKACK, 1)
+                return self.conn.getresponse(), sock, sent_at
             except (httplib.RemoteDisconnected, ConnectionResetError, BrokenPipeError):
                 self.close()
                 if attempt:
@@ -206,14 +236,13 @@ class StreamClient(object):
             return _fail(rec, "deadline")
         done = False
         try:
-            resp, st = self._send(body, end)
+            resp, sock, st = self._send(body, end)
             rec["start"] = st
             if resp.status != 200:
                 detail = resp.read(2048).decode("utf-8", "replace")
                 self.close()
                 rec["finish"] = perf_counter()
                 return _fail(rec, "http_%d" % resp.status, detail)
-            sock = self.conn.sock
             read1 = resp.read1
             quickack = sock.setsockopt if (TCP_QUICKACK and self.keep_alive) else None
             feed = SSEParser().feed

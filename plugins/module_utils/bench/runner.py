@@ -13,6 +13,7 @@ __metaclass__ = type
 
 import json
 import random
+import ssl
 import sys
 import threading
 import time
@@ -34,6 +35,7 @@ DEFAULTS = {
     "warmup_prompts": 10, "input_len": 2048, "output_len": 128, "seed": 0,
     "request_timeout": 300.0, "max_duration": 3600.0, "max_failed_ratio": 0.1,
     "prompt_token_ids_range": [10, 500], "power_mode": None, "output_range_ratio": 0.0,
+    "ca_path": None, "validate_certs": True,
 }
 
 
@@ -48,8 +50,12 @@ def discover(target, timeout):
     try:
         status, headers, body = bc.get(target, "/v1/models", timeout)
     except Exception as exc:  # any transport failure: name the URL
-        raise bc.BenchError("cannot reach the vLLM server at %s: %s" % (
-            models_url, str(exc) or type(exc).__name__))
+        hint = ""
+        if isinstance(exc, ssl.SSLCertVerificationError):
+            hint = (" Set ca_path to the CA bundle that signed the server's certificate, or validate_certs=false "
+                    "to skip the check.")
+        raise bc.BenchError("cannot reach the vLLM server at %s: %s.%s" % (
+            models_url, str(exc) or type(exc).__name__, hint))
     if status != 200:
         raise bc.BenchError("%s answered HTTP %d: %s" % (models_url, status, body[:200]))
     try:
@@ -214,7 +220,8 @@ class Benchmark(object):
         cfg = self.cfg
         t0 = perf_counter()
         self.deadline = t0 + cfg["max_duration"] - _reserve(cfg["max_duration"])
-        self.target = bc.Target(cfg["url"], cfg.get("api_key"))
+        self.target = bc.Target(cfg["url"], cfg.get("api_key"), cfg.get("ca_path"),
+                                cfg.get("validate_certs", True))
         info = discover(self.target, max(0.5, min(cfg["request_timeout"], 10.0,
                                                   self.deadline - perf_counter())))
         models = info["models"]

@@ -1,27 +1,46 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 jetson.specdec contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Per-host rollout state file and rollout lock (stdlib only, Python 3.8+).
+"""Per-host rollout state file (stdlib only, Python 3.8+); the lock is in lock.py.
 
 The state file survives a crashed play: a host left ``pending`` must be
 resolved before anything else happens, and a host already ``kept``,
 ``reverted`` or ``refused`` for the same config hash is converged.
+
+A file this code cannot read (bad UTF-8, bad JSON, nesting past MAX_DEPTH,
+fields of the wrong type) is corrupt: reading reports it and starts from an
+empty state, and only a write moves it aside, under a unique name.  A file
+from a newer collection (higher schema_version, or a status this version does
+not know) is not corrupt: it is refused and left exactly as it is, because
+starting over would re-run a converged host and drop its history.
 """
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import binascii
 import datetime
 import errno
 import hashlib
 import json
 import os
+import stat
 
-from ansible_collections.jetson.specdec.plugins.module_utils.common.atomic import atomic_write_text, ensure_dir
+from ansible_collections.jetson.specdec.plugins.module_utils.common.atomic import atomic_write_text
 
 SCHEMA_VERSION = 1
 STATUSES = ("pending", "kept", "reverted", "refused", "baseline", "failed")
 CONVERGED = ("kept", "reverted", "refused")
 TIMESTAMP_KEYS = ("created_at", "updated_at")
+STATE_MODE = 0o640  # root and its group (monitoring agents); never world-readable
+DIR_MODE = 0o750
+MAX_BYTES = 16 * 1024 * 1024  # benchmarks of every round fit many times over
+MAX_DEPTH = 64
+# Type of each known field; None is always allowed (an empty default).
+FIELD_TYPES = {
+    "status": str, "config_hash": str, "config": dict, "last_good": dict, "verdict": dict,
+    "benchmarks": dict, "attempts": list, "info": dict, "error": str,
+    "created_at": str, "updated_at": str,
+}
 # Fields a caller may set through ``write``; anything else is a typo.
 FIELDS = ("status", "config_hash", "config", "last_good", "verdict", "benchmarks",
           "attempts", "info", "error")
@@ -29,6 +48,10 @@ FIELDS = ("status", "config_hash", "config", "last_good", "verdict", "benchmarks
 
 class StateError(Exception):
     """Bad input or an unusable state/lock file; the message says what to do."""
+
+
+class StateRefused(StateError):
+    """A state file this collection must not touch (it comes from a newer version)."""
 
 
 class LockHeld(StateError):
@@ -102,20 +125,63 @@ def empty_state():
     }
 
 
+def nesting_depth(obj):
+    """Depth of nested lists/dicts, without recursion (deep input must not crash us)."""
+    deepest = 0
+    stack = [(obj, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if deepest > MAX_DEPTH:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+class CorruptState(StateError):
+    """The file is not a state this code wrote (moved aside on the next write)."""
+
+
 def validate_state(data):
-    """Check a loaded state; return it filled with defaults or raise StateError."""
+    """Check a loaded state; return it filled with defaults.
+
+    Raises StateRefused for a newer collection's file, CorruptState for
+    anything else that is wrong (naming the field and the type it needs).
+    """
     if not isinstance(data, dict):
-        raise StateError("state file does not hold a JSON object")
+        raise CorruptState("it does not hold a JSON object")
+    if nesting_depth(data) > MAX_DEPTH:
+        raise CorruptState("it is nested deeper than %d levels" % MAX_DEPTH)
     version = data.get("schema_version")
-    if not isinstance(version, int) or version < 1:
-        raise StateError("state file has no valid schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        raise CorruptState("it has no valid schema_version (a positive integer), got %r" % (version,))
     if version > SCHEMA_VERSION:
-        raise StateError("state file schema_version %d is newer than this collection understands (%d); "
-                         "upgrade jetson.specdec on the controller" % (version, SCHEMA_VERSION))
-    if data.get("status") is not None and data.get("status") not in STATUSES:
-        raise StateError("state file has unknown status %r" % (data.get("status"),))
+        raise StateRefused("schema_version %d is newer than this collection understands (%d); upgrade "
+                           "jetson.specdec on the controller. The file was left as it is."
+                           % (version, SCHEMA_VERSION))
+    status = data.get("status")
+    if status is not None and status not in STATUSES:
+        if not isinstance(status, str):
+            raise CorruptState("field 'status' must be a string or null, got %s" % type(status).__name__)
+        raise StateRefused("status %r is not one this collection knows (%s); a newer jetson.specdec probably "
+                           "wrote it: upgrade the collection on the controller. The file was left as it is."
+                           % (status, ", ".join(STATUSES)))
+    for key, kind in FIELD_TYPES.items():
+        value = data.get(key)
+        if value is not None and not isinstance(value, kind):
+            raise CorruptState("field %r must be %s or null, got %s"
+                               % (key, "an object" if kind is dict else "a list" if kind is list else "a string",
+                                  type(value).__name__))
+    if any(not isinstance(a, dict) for a in data.get("attempts") or []):
+        raise CorruptState("field 'attempts' must hold objects only")
     out = empty_state()
-    out.update(data)
+    out.update((k, v) for k, v in data.items() if v is not None)
     return out
 
 
@@ -183,122 +249,143 @@ def _short(h):
 
 # --------------------------------------------------------------------------- files
 
-def read_state(path, now, move_corrupt=True):
-    """Load the state at ``path``.
+# Hints per errno: what the operator can do about it.
+_OS_HINTS = {
+    errno.ENOSPC: "the filesystem is full: free space there and re-run",
+    errno.EDQUOT: "the disk quota is used up: free space there and re-run",
+    errno.EROFS: "the filesystem is mounted read-only: remount it read-write (or point the path elsewhere) "
+                 "and re-run",
+    errno.EACCES: "permission denied: run the task as root (become: true) or fix the directory's owner",
+    errno.EPERM: "operation not permitted: check the file's attributes (chattr -i) and owner",
+    errno.ELOOP: "the path is a symbolic link, which is refused: replace it with a regular file",
+    errno.ENOTDIR: "a parent of the path is not a directory: fix the path",
+    errno.EIO: "input/output error: check the disk (dmesg) before re-running",
+}
 
-    Returns (state, warnings).  A missing file gives the empty default.  A
-    corrupt file is moved aside to ``<path>.corrupt-<ts>`` (unless
-    ``move_corrupt`` is false, e.g. in check mode) and the default is returned.
+
+def describe_os_error(action, path, exc):
+    """One sentence: what failed, where, why, and what to do."""
+    code = getattr(exc, "errno", None)
+    name = errno.errorcode.get(code, "error") if code is not None else type(exc).__name__
+    hint = _OS_HINTS.get(code, "fix the cause and re-run")
+    return "Cannot %s %s: %s (%s); %s." % (action, path, getattr(exc, "strerror", None) or exc, name, hint)
+
+
+def ensure_private_dir(path, mode=DIR_MODE):
+    """Create ``path`` with ``mode``, or check that an existing one is safe to write in.
+
+    A directory another user owns, or one that group/others may write to,
+    lets them swap our files for links between our checks and our writes:
+    refused, naming the fix.
     """
-    warnings = []
     try:
-        with open(path, "r", encoding="utf-8") as handle:
-            raw = handle.read()
-    except (IOError, OSError) as exc:
+        if not os.path.isdir(path):
+            os.makedirs(path, mode)
+            os.chmod(path, mode)  # makedirs honours umask
+        info = os.stat(path)
+    except OSError as exc:
+        raise StateError(describe_os_error("create the state directory", path, exc))
+    if info.st_uid not in (0, os.geteuid()):
+        raise StateError("State directory %s belongs to uid %d, not to root or uid %d; another user could replace "
+                         "the state or lock files. Use a directory root owns (chown root %s)."
+                         % (path, info.st_uid, os.geteuid(), path))
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not info.st_mode & stat.S_ISVTX:
+        raise StateError("State directory %s is writable by group or others (mode %04o); another user could "
+                         "replace the state or lock files. Run chmod go-w %s."
+                         % (path, stat.S_IMODE(info.st_mode), path))
+
+
+def load_state(path):
+    """Read and check the state at ``path``.
+
+    Returns (state, problem): ``problem`` is None, or why the file is corrupt
+    (then ``state`` is the empty default).  A missing file is the empty
+    default.  Raises StateRefused for a newer collection's file and StateError
+    when the file cannot be read at all.  Never changes anything.
+    """
+    try:
+        # O_NONBLOCK: opening a FIFO planted at the path must not hang the task.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
         if exc.errno == errno.ENOENT:
-            return empty_state(), warnings
-        raise StateError("cannot read state file %s: %s" % (path, exc))
+            return empty_state(), None
+        raise StateError(describe_os_error("read the state file", path, exc))
     try:
-        return validate_state(json.loads(raw)), warnings
-    except (ValueError, StateError) as exc:
-        aside = "%s.corrupt-%s" % (path, now.strftime("%Y%m%dT%H%M%SZ"))
-        if move_corrupt:
-            os.replace(path, aside)
-            warnings.append("State file %s was unreadable (%s); moved it to %s and started from an empty state."
-                            % (path, exc, aside))
-        else:
-            warnings.append("State file %s is unreadable (%s); it would be moved to %s (check mode)."
-                            % (path, exc, aside))
-        return empty_state(), warnings
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise StateError("State file %s is not a regular file; remove it (or point the path at a file)."
+                                 % path)
+            raw = handle.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise StateError(describe_os_error("read the state file", path, exc))
+    try:
+        if len(raw) > MAX_BYTES:
+            raise CorruptState("it is larger than %d bytes" % MAX_BYTES)
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CorruptState("it is not valid UTF-8 (%s)" % exc)
+        try:
+            data = json.loads(text)
+        except RecursionError:
+            raise CorruptState("it is nested too deeply to parse")
+        except ValueError as exc:
+            raise CorruptState("it is not valid JSON (%s)" % exc)
+        return validate_state(data), None
+    except CorruptState as exc:
+        return empty_state(), str(exc)
+
+
+def corrupt_name(path, now):
+    """``<path>.corrupt-<UTC time>-<random>``: two corrupt files in one second never collide."""
+    return "%s.corrupt-%s-%s" % (path, now.strftime("%Y%m%dT%H%M%SZ"),
+                                 binascii.hexlify(os.urandom(4)).decode("ascii"))
+
+
+def move_aside(path, now):
+    """Rename a corrupt state out of the way without ever replacing another file; returns the new name."""
+    for _attempt in range(5):
+        aside = corrupt_name(path, now)
+        try:
+            os.link(path, aside)  # fails if the name exists, unlike rename
+        except OSError as exc:
+            if exc.errno == errno.EEXIST:
+                continue
+            raise StateError(describe_os_error("move the corrupt state file aside from", path, exc))
+        try:
+            os.unlink(path)
+        except OSError as exc:
+            raise StateError(describe_os_error("remove the corrupt state file", path, exc))
+        return aside
+    raise StateError("could not find a free name to move %s aside" % path)
+
+
+def read_state(path, now, move_corrupt=False):
+    """Load the state at ``path``; returns (state, warnings).
+
+    A corrupt file gives the empty default and a warning.  It is moved aside
+    only with ``move_corrupt`` (the write path, right before the new state is
+    written); reading, check mode and the read-only check never move it.
+    """
+    state, problem = load_state(path)
+    if problem is None:
+        return state, []
+    if move_corrupt:
+        aside = move_aside(path, now)
+        return state, ["State file %s was unreadable (%s); moved it to %s and started from an empty state."
+                       % (path, problem, aside)]
+    return state, ["State file %s is unreadable (%s); using an empty state. The next state write moves it "
+                   "aside to %s.corrupt-<time>-<random>." % (path, problem, path)]
+
+
+def write_state(path, state):
+    """Write ``state`` atomically (0640, private directory), wrapping OS errors."""
+    ensure_private_dir(os.path.dirname(os.path.abspath(path)))
+    try:
+        atomic_write_text(path, dump_state(state), mode=STATE_MODE, dir_mode=DIR_MODE)
+    except OSError as exc:
+        raise StateError(describe_os_error("write the state file", path, exc))
 
 
 def dump_state(state):
     return json.dumps(state, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
-
-
-# --------------------------------------------------------------------------- lock
-
-def _read_lock(path):
-    try:
-        with open(path, "r", encoding="utf-8") as handle:
-            data = json.loads(handle.read() or "{}")
-        return data if isinstance(data, dict) else {}
-    except ValueError:
-        return {}
-
-
-def lock_age(holder, path, now):
-    """Seconds since the lock was taken (started_at, else file mtime)."""
-    started = parse_iso(holder.get("started_at"))
-    if started is None:
-        started = datetime.datetime.fromtimestamp(os.path.getmtime(path), datetime.timezone.utc)
-    return (now - started).total_seconds()
-
-
-def acquire_lock(path, owner, controller, now, timeout=3600, check_mode=False):
-    """Take the rollout lock with O_CREAT|O_EXCL.
-
-    Returns (changed, holder, warnings).  Re-taking our own lock is a no-op.
-    A lock older than ``timeout`` seconds is taken over with a warning; a
-    fresh foreign lock raises LockHeld naming its owner and how to clear it.
-    """
-    if not owner:
-        raise StateError("lock needs an owner id (e.g. the playbook run id) so unlock can tell it is ours")
-    payload = {"owner": owner, "started_at": iso(now), "controller": controller}
-    warnings = []
-    for _attempt in (1, 2):  # second pass only after removing a stale lock
-        if check_mode:
-            if not os.path.exists(path):
-                return True, payload, warnings
-        else:
-            ensure_dir(os.path.dirname(os.path.abspath(path)))
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except OSError as exc:
-                if exc.errno != errno.EEXIST:
-                    raise StateError("cannot create lock file %s: %s" % (path, exc))
-            else:
-                with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                    handle.write(json.dumps(payload, sort_keys=True) + "\n")
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                return True, payload, warnings
-        holder = _read_lock(path)
-        if holder.get("owner") == owner:
-            return False, holder, warnings
-        age = lock_age(holder, path, now)
-        if age <= timeout:
-            raise LockHeld(
-                "Rollout lock %s is held by owner %r from controller %r since %s (%d s ago, lock_timeout %d s). "
-                "Another rollout is probably running on this host. If it is not, clear the lock with "
-                "'jetson.specdec.rollout_state: state=unlock force=true' or delete %s."
-                % (path, holder.get("owner"), holder.get("controller"), holder.get("started_at"),
-                   age, timeout, path), holder)
-        warnings.append("Took over a stale rollout lock %s from owner %r (controller %r, %d s old > lock_timeout %d s)."
-                        % (path, holder.get("owner"), holder.get("controller"), age, timeout))
-        if check_mode:
-            return True, payload, warnings
-        try:
-            os.unlink(path)
-        except OSError as exc:
-            if exc.errno != errno.ENOENT:
-                raise StateError("cannot remove stale lock %s: %s" % (path, exc))
-    raise LockHeld("Rollout lock %s was taken by another process while replacing a stale lock; try again."
-                   % path, _read_lock(path))
-
-
-def release_lock(path, owner, force=False, check_mode=False):
-    """Remove the lock if it is ours (or ``force``). Returns (changed, holder)."""
-    if not os.path.exists(path):
-        return False, None
-    holder = _read_lock(path)
-    if not force and holder.get("owner") != owner:
-        raise LockHeld("Rollout lock %s belongs to owner %r (controller %r), not %r. Pass force=true to "
-                       "remove it anyway." % (path, holder.get("owner"), holder.get("controller"), owner), holder)
-    if not check_mode:
-        try:
-            os.unlink(path)
-        except OSError as exc:
-            if exc.errno != errno.ENOENT:
-                raise StateError("cannot remove lock %s: %s" % (path, exc))
-    return True, holder

@@ -34,7 +34,7 @@ def test_write_then_converged_read(tmp_path):
     stored = json.load(open(path))
     assert stored["status"] == "kept" and stored["config_hash"] == result["config_hash"]
     assert stored["schema_version"] == 1 and stored["updated_at"].endswith("Z")
-    assert oct(os.stat(path).st_mode & 0o777) == "0o644"
+    assert oct(os.stat(path).st_mode & 0o777) == "0o640"
     failed, again = run(tmp_path, config=CONFIG)
     assert again["needs_rollout"] is False and "converged" in again["needs_rollout_reason"]
     changed_cfg = dict(CONFIG, runtime_version="0.21.0")
@@ -52,16 +52,42 @@ def test_write_is_idempotent_and_check_mode_writes_nothing(tmp_path):
     assert '"pending"' in result["diff"]["before"] and '"kept"' in result["diff"]["after"]
 
 
-def test_corrupt_state_is_moved_aside_with_warning(tmp_path, monkeypatch):
+def test_corrupt_state_is_reported_on_read_and_moved_aside_on_write(tmp_path, monkeypatch):
     warned = []
     # the test harness replaces exit_json, which is where warnings would be attached
     monkeypatch.setattr(AnsibleModule, "warn", lambda self, msg: warned.append(msg))
     path = tmp_path / "state.json"
-    path.write_text("][")
-    failed, result = run(tmp_path, path=str(path))
-    assert not failed and result["rollout_state"]["status"] is None
-    assert any("moved it to" in w for w in warned)
+    path.write_bytes(b"\xff][")
+    failed, result = run(tmp_path, path=str(path), config=CONFIG)
+    assert not failed and result["rollout_state"]["status"] is None and result["needs_rollout"] is True
+    assert any("not valid UTF-8" in w for w in warned)
+    assert os.listdir(str(tmp_path)) == ["state.json"]  # the read-only check moves nothing
+    failed, result = run(tmp_path, path=str(path), state="write", status="pending", _ansible_check_mode=True)
+    assert not failed and os.listdir(str(tmp_path)) == ["state.json"]
+    failed, result = run(tmp_path, path=str(path), state="write", status="pending")
+    assert not failed and any("moved it to" in w for w in warned)
     assert [p for p in os.listdir(str(tmp_path)) if p.startswith("state.json.corrupt-")]
+    assert json.loads(path.read_text())["status"] == "pending"
+
+
+def test_newer_state_is_refused_by_every_action_and_left_alone(tmp_path):
+    path = tmp_path / "state.json"
+    path.write_text(json.dumps({"schema_version": 2, "status": "kept", "config_hash": "ab" * 32}))
+    before = path.read_bytes()
+    for args in (dict(config=CONFIG), dict(state="write", status="pending", config=CONFIG)):
+        failed, result = run(tmp_path, path=str(path), **args)
+        assert failed and "newer than this collection" in result["msg"] and "upgrade" in result["msg"]
+    assert path.read_bytes() == before and os.listdir(str(tmp_path)) == ["state.json"]
+
+
+def test_disk_full_and_read_only_fail_with_the_path_and_the_fix(tmp_path, monkeypatch):
+    from ansible_collections.jetson.specdec.plugins.module_utils.record import state as rs
+    for code, needle in ((28, "filesystem is full"), (30, "mounted read-only")):
+        def fail(*_args, **_kwargs):
+            raise OSError(code, os.strerror(code))
+        monkeypatch.setattr(rs, "atomic_write_text", fail)
+        failed, result = run(tmp_path, state="write", status="pending", config=CONFIG)
+        assert failed and needle in result["msg"] and "state.json" in result["msg"]
 
 
 def test_write_with_textfile(tmp_path):
@@ -81,14 +107,29 @@ def test_write_with_textfile(tmp_path):
 def test_lock_conflict_and_force_unlock(tmp_path):
     failed, result = run(tmp_path, state="lock", owner="run-1", controller="ctl-a")
     assert not failed and result["changed"] and result["lock"]["owner"] == "run-1"
+    token = result["lock"]["token"]
     lock = tmp_path / "state" / "rollout.lock"
-    assert lock.exists()
+    assert lock.exists() and oct(os.stat(str(lock)).st_mode & 0o777) == "0o600"
     failed, result = run(tmp_path, state="lock", owner="run-2", controller="ctl-b")
     assert failed and "'run-1'" in result["msg"] and "force=true" in result["msg"]
-    failed, result = run(tmp_path, state="unlock", owner="run-2")
-    assert failed and "belongs to owner 'run-1'" in result["msg"]
+    # same run id, other controller: still someone else
+    failed, result = run(tmp_path, state="lock", owner="run-1", controller="ctl-b")
+    assert failed and "not this run's token" in result["msg"]
+    failed, result = run(tmp_path, state="unlock", token="0" * 32)
+    assert failed and "owner 'run-1'" in result["msg"] and lock.exists()
+    failed, result = run(tmp_path, state="refresh", token=token)
+    assert not failed and result["lock"]["token"] == token and not result["changed"]
     failed, result = run(tmp_path, state="unlock", force=True)
     assert not failed and result["changed"] and not lock.exists()
+    failed, result = run(tmp_path, state="refresh", token=token)
+    assert failed and "gone" in result["msg"]
+
+
+def test_lock_timeout_is_derived_from_the_steps(tmp_path):
+    failed, result = run(tmp_path, state="lock", owner="run-1", lock_steps=[600, 1800])
+    assert not failed and result["lock"]["timeout"] == 3900
+    failed, result = run(tmp_path, state="lock", owner="run-2", lock_timeout=60)
+    assert failed and "stale after 3900 s" in result["msg"]
 
 
 def test_argument_errors(tmp_path):
@@ -96,5 +137,7 @@ def test_argument_errors(tmp_path):
     assert failed and "owner" in result["msg"]
     failed, result = run(tmp_path, state="unlock")
     assert failed and "force=true" in result["msg"]
+    failed, result = run(tmp_path, state="refresh")
+    assert failed and "token" in result["msg"]
     failed, result = run(tmp_path, state="write", config={})
     assert failed and "non-empty dict" in result["msg"]
