@@ -10,6 +10,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data import plain
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.inputs import input_refusals
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import SpecConfigError
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import fallback_rungs, next_rung
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.rules import plan_launch
@@ -76,6 +77,18 @@ def vllm_failure_cause(log_text):
     return classify_failure(str(log_text or ""))
 
 
+def vllm_server_input_refusals(opts):
+    """Refusals (``input.<rule>: message``) for the vllm_server inputs; empty when all are safe."""
+    opts = plain(opts)
+    if not isinstance(opts, dict):
+        raise AnsibleFilterError("jetson.specdec.vllm_server_input_refusals takes a dict of inputs")
+    try:
+        opts["allow_open_bind"] = boolean(opts.get("allow_open_bind") or False, strict=True)
+    except TypeError as exc:
+        raise AnsibleFilterError("jetson.specdec.vllm_server_input_refusals: allow_open_bind must be a boolean: %s" % exc)
+    return input_refusals(opts)
+
+
 class FilterModule(object):
     """Launch-unit filters of jetson.specdec."""
 
@@ -86,4 +99,5 @@ class FilterModule(object):
             "spec_fallback_rungs": spec_fallback_rungs,
             "spec_next_rung": spec_next_rung,
             "vllm_failure_cause": vllm_failure_cause,
+            "vllm_server_input_refusals": vllm_server_input_refusals,
         }

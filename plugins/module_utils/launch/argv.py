@@ -117,6 +117,11 @@ def container_argv(opts):
         argv += ["--runtime", opts["container_runtime"]]
     argv += ["--network", "host", "--shm-size", opts.get("shm_size") or "2g",
              "--cap-drop", "ALL", "--security-opt", "no-new-privileges"]
+    if opts.get("oom_score_adj") not in (None, ""):
+        adj = opts["oom_score_adj"]
+        if isinstance(adj, str) and re.match(r"^-?[0-9]{1,4}$", adj):
+            adj = int(adj)  # templated role variables arrive as strings
+        argv += ["--oom-score-adj", str(_number("vllm_server_oom_score_adjust", adj, -1000, 1000, int))]
     if opts.get("container_user"):
         argv += ["--user", opts["container_user"]]
     for env_name, value in sorted((opts.get("environment") or {}).items()):

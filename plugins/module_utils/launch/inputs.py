@@ -299,7 +299,10 @@ def check_extra_args(extra_args, extra_flags_allowed=()):
 def check_container(image, pull, user, shm_size):
     """Container runtime: a pinned image, an explicit pull policy, a numeric user."""
     out = []
-    if isinstance(image, str):
+    if not image:
+        out.append(_refusal("container_image", "vllm_server_container_image is empty. Fix: set the image with a "
+                            "pinned tag or digest, for example vllm/vllm-openai:v0.20.1."))
+    elif isinstance(image, str):
         reference = image.split("@", 1)[0]
         tail = reference.rsplit("/", 1)[-1]
         tag = tail.split(":", 1)[1] if ":" in tail else None

@@ -1,0 +1,69 @@
+"""Pull mode refuses bad settings before it writes anything (issue 18, items 2 and 5).
+
+One ansible-playbook run on localhost (local connection, no Docker): each bad setting goes
+through the role, must fail in its first task with the rule in the message, and the folder
+every pull-mode path points into must stay empty.
+"""
+import json
+import os
+import subprocess
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+NL = "\n"
+BAD_INPUTS = [
+    ("http URL", {"pull_mode_repo_url": "http://git.example.invalid/specdec.git"}, "input.pull_url"),
+    ("git:// URL", {"pull_mode_repo_url": "git://git.example.invalid/specdec.git"}, "input.pull_url"),
+    ("scp-style URL", {"pull_mode_repo_url": "git@git.example.invalid:fleet/specdec.git"}, "input.pull_url"),
+    ("file URL without opt-in", {"pull_mode_repo_url": "file:///srv/git/specdec.git"}, "input.pull_url"),
+    ("ext:: transport", {"pull_mode_repo_url": "ext::sh -c touch% /tmp/pwned"}, "input.pull_url"),
+    ("URL with a space", {"pull_mode_repo_url": "https://h/x.git --upload-pack=/bin/sh"}, "input.pull_url"),
+    ("URL with a newline", {"pull_mode_repo_url": "https://h/x.git" + NL + "touch /tmp/pwned"}, "input.pull_control_chars"),
+    ("URL with a CR", {"pull_mode_repo_url": "https://h/x.git\rExecStartPre=/bin/sh"}, "input.pull_control_chars"),
+    ("empty URL", {"pull_mode_repo_url": ""}, "input.pull_url"),
+    ("branch that is an option", {"pull_mode_branch": "--upload-pack=/bin/sh"}, "input.pull_ref"),
+    ("branch with ..", {"pull_mode_branch": "main..evil"}, "input.pull_ref"),
+    ("branch with a newline", {"pull_mode_branch": "main" + NL + "reboot"}, "input.pull_control_chars"),
+    ("branch with a space", {"pull_mode_branch": "main; reboot"}, "input.pull_ref"),
+    ("verification without keys", {"pull_mode_gpg_public_keys": ""}, "input.pull_verify"),
+    ("keys that are not a key block", {"pull_mode_gpg_public_keys": "ssh-ed25519 AAAA"}, "input.pull_verify"),
+    ("playbook with a newline", {"pull_mode_playbook": "playbooks/pull.yml" + NL + "ExecStartPre=/bin/sh"}, "input.pull_control_chars"),
+    ("absolute playbook", {"pull_mode_playbook": "/tmp/evil.yml"}, "input.pull_relative"),
+    ("playbook outside the checkout", {"pull_mode_playbook": "../../tmp/evil.yml"}, "input.pull_relative"),
+    ("group_vars outside the checkout", {"pull_mode_group_vars_dir": "inventories/../../../etc"}, "input.pull_relative"),
+    ("config dir with a newline", {"pull_mode_config_dir": "/etc/x" + NL + "ExecStartPre=/bin/sh"}, "input.pull_control_chars"),
+    ("config dir with %", {"pull_mode_config_dir": "/etc/%n"}, "input.pull_path"),
+    ("config dir with ..", {"pull_mode_config_dir": "/etc/jetson/../../root"}, "input.pull_path"),
+    ("relative checkout base", {"pull_mode_checkout_base": "var/lib/pull"}, "input.pull_path"),
+    ("script path with a space", {"pull_mode_script_path": "/usr/local/sbin/pull now"}, "input.pull_path"),
+    ("git binary with ;", {"pull_mode_git_bin": "/usr/bin/git;reboot"}, "input.pull_path"),
+    ("private key with a quote", {"pull_mode_private_key_file": "/root/.ssh/id'x"}, "input.pull_path"),
+    ("unit name with a slash", {"pull_mode_unit_name": "../../tmp/x"}, "input.pull_unit_name"),
+    ("unit name with a suffix", {"pull_mode_unit_name": "pull.service"}, "input.pull_unit_name"),
+    ("calendar with a newline", {"pull_mode_on_calendar": "daily" + NL + "ExecStart=/bin/sh"}, "input.pull_control_chars"),
+    ("calendar with %", {"pull_mode_on_calendar": "%H"}, "input.pull_schedule"),
+    ("extra arg with a newline", {"pull_mode_extra_args": ["-e", "x=1" + NL + "reboot"]}, "input.pull_extra_args"),
+    ("environment PATH", {"pull_mode_environment": {"PATH": "/tmp"}}, "input.pull_environment"),
+    ("environment GNUPGHOME", {"pull_mode_environment": {"GNUPGHOME": "/tmp/gpg"}}, "input.pull_environment"),
+    ("environment value with a newline", {"pull_mode_environment": {"https_proxy": "http://p" + NL + "ExecStart=/x"}},
+     "input.pull_environment"),
+    ("environment name with =", {"pull_mode_environment": {"A=B": "x"}}, "input.pull_environment"),
+]
+
+
+def test_bad_pull_mode_settings_are_refused_before_anything_is_written(tmp_path):
+    root = tmp_path / "board"
+    root.mkdir()
+    bad = [{"why": why, "vars": bad_vars, "expect": expect} for why, bad_vars, expect in BAD_INPUTS]
+    extra = tmp_path / "vars.json"
+    extra.write_text(json.dumps({"pull_mode_bad_inputs": bad, "pull_mode_test_root": str(root)}))
+    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".cache", "collections"),
+               ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    result = subprocess.run([os.path.join(REPO, ".venv", "bin", "ansible-playbook"), "-i", "localhost,", "-c", "local",
+                             "-e", "ansible_python_interpreter=" + os.path.join(REPO, ".venv", "bin", "python"),
+                             "-e", "@%s" % extra, os.path.join(REPO, "tests", "pull_mode", "bad_inputs.yml")],
+                            capture_output=True, text=True, env=env, cwd=REPO, timeout=600, check=False)
+    assert result.returncode == 0, result.stdout[-8000:] + result.stderr[-3000:]
+    refused = result.stdout.count("TASK [The refusal names the rule")
+    assert refused == len(BAD_INPUTS), result.stdout[-6000:]
+    assert "TASK [Good settings pass the same check" in result.stdout
+    assert list(root.iterdir()) == [], "pull mode wrote files: %s" % list(root.iterdir())
