@@ -97,6 +97,8 @@ def host_vars(name: str, venv: Path, models: Path, draft: str | None) -> dict:
         "vllm_server_enforce_eager": True,
         "vllm_server_gpu_memory_utilization": 0.75,
         "vllm_server_environment": server_env(),
+        # The lane's venv and models live under /root: the unit's default ProtectHome=yes would hide them.
+        "vllm_server_protect_home": "read-only",
         "vllm_server_extra_args": ["--chat-template", CHAT_TEMPLATE],
         "vllm_server_api_key": API_KEY,
         "vllm_server_port": PORT,
