@@ -193,7 +193,8 @@ class Engine(object):
     def _draw_accepted(self):
         """Rejection sampling: position i counts only if every earlier one was accepted."""
         accepted = 0
-        while accepted < self.spec.k and self.rng.random() < self.spec.alpha:
+        curve = self.spec.alpha if isinstance(self.spec.alpha, list) else [self.spec.alpha]
+        while accepted < self.spec.k and self.rng.random() < curve[min(accepted, len(curve) - 1)]:
             accepted += 1
         return accepted
 

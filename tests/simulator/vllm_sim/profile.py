@@ -93,10 +93,16 @@ class Profile(object):
         return None
 
     def alpha(self, target, draft_key):
-        """Per-position acceptance probability for a (target family, draft) pair."""
+        """Acceptance of a (target family, draft) pair: one probability for every position,
+        or, when the entry has ``alpha_per_position``, the list of conditional probabilities
+        (position i accepted given 1..i-1 were; the last value repeats for deeper positions).
+        Real heads lose acceptance with depth, which is what makes the best k differ."""
         for entry in self.acceptance:
             if entry.get("draft") == draft_key and entry.get("target_family") in (
                     target.family, target.name, "*"):
+                curve = entry.get("alpha_per_position")
+                if curve:
+                    return [float(a) for a in curve]
                 return float(entry["alpha"])
         return float(self.default_alpha)
 
