@@ -57,14 +57,12 @@ options:
     description: Concurrency level of the batched-throughput column.
     type: int
     default: 8
+extends_documentation_fragment:
+  - jetson.specdec.attributes
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
     details: The report is built and its Markdown returned, but no file is written.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
 """
 
 EXAMPLES = r"""

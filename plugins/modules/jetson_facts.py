@@ -51,10 +51,12 @@ options:
     description: Seconds each probe command may run before it is stopped and reported as a warning.
     type: int
     default: 5
+extends_documentation_fragment:
+  - jetson.specdec.attributes
 attributes:
   check_mode:
     support: full
-    description: The module only reads; check mode returns the same facts.
+    details: The module only reads; check mode returns the same facts.
 notes:
   - Detection order for the Thor T5000/T4000 split is C(nv_boot_control.conf) TNSPEC, device-tree part
     number or model string, C(nvidia-smi) name, then C(MemTotal).

@@ -21,13 +21,12 @@ description:
   - Read-only unless O(drop_caches=true).
 author:
   - jetson.specdec contributors (@jetson-specdec)
+extends_documentation_fragment:
+  - jetson.specdec.attributes
 attributes:
   check_mode:
-    description: Can run in check mode and return changed status prediction without modifying target.
     support: full
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in diff mode) when in diff mode.
-    support: none
+    details: With O(drop_caches=true) the page caches are not dropped in check mode; the rest is read-only.
 options:
   target_model:
     description: Target model, a Hugging Face repo id V(owner/name) or an absolute local path.

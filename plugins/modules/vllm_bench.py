@@ -26,24 +26,18 @@ description:
   - The module never changes the host (C(changed) is always false) and runs in check mode too,
     because it is read-only; note that it still loads the server.
 author: jetson.specdec contributors (@jetson-specdec)
+extends_documentation_fragment:
+  - jetson.specdec.attributes
+  - jetson.specdec.vllm_server
 attributes:
   check_mode:
-    description: Can run in check_mode and return changed status prediction without modifying target.
     support: full
     details: The benchmark runs in check mode (read-only); O(dest) is not written in check mode.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
 options:
   url:
-    description: Base URL of the server (with or without a trailing C(/v1)).
-    type: str
-    default: http://127.0.0.1:8000
+    description: Base URL of the server, C(http://HOST:PORT) or C(https://HOST:PORT), with or without a trailing C(/v1).
   model:
     description: Model name to request. Default is the first id listed by C(/v1/models).
-    type: str
-  api_key:
-    description: Bearer token sent as C(Authorization) header, if the server requires one.
     type: str
   ca_path:
     description:

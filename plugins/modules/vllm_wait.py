@@ -17,23 +17,16 @@ description:
     then returns the unit's last journal lines and the cause classified from vLLM's own messages
     (C(out_of_memory), C(rejected_speculative_config), C(model_not_found), C(bad_arguments), C(unknown)).
   - Read-only; never changes anything.
+extends_documentation_fragment:
+  - jetson.specdec.attributes
+  - jetson.specdec.vllm_server
 attributes:
   check_mode:
     support: full
-    description: Probes are read-only and run in check mode too.
-  diff_mode:
-    description: Will return details on what has changed (or possibly needs changing in check_mode), when in diff mode.
-    support: none
+    details: Probes are read-only and run in check mode too.
 options:
-  url:
-    description: Base URL of the server, C(http://HOST:PORT).
-    type: str
-    default: http://127.0.0.1:8000
   service:
     description: The systemd unit that runs the server; enables crash-loop detection and journal excerpts.
-    type: str
-  api_key:
-    description: API key for C(/v1/models) when the server was started with one.
     type: str
   timeout:
     description: Seconds to wait in total.

@@ -5,8 +5,8 @@
 
 Sources: jtop MODULE_NAME_TABLE (part numbers), NVIDIA/jetson-gpio compatible
 lists, the r38 nvautoflash board table (3767 SKUs, 3834-0000 = T4000), module
-datasheet figures quoted in ../shared/reference/jetson-boards.md section 3.
-Figures marked UNVERIFIED there are marked the same way here.
+datasheet figures; docs/facts.md ("Module table: sources") lists them and the
+figures marked UNVERIFIED here.
 """
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
