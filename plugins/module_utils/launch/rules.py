@@ -10,16 +10,19 @@ preflight, before anything on the host changes.  Rules (NVIDIA's
 jetson-speculative-decoding skill, made executable):
 
 - family: speculation on Thor and AGX Orin only; Orin NX / Nano / others only with
-  an explicit force, and never EAGLE-3 there (OOM at startup);
-- runtime: vLLM >= 0.20 for the current --speculative-config shape on Thor and on
-  Orin with L4T >= 39; older Orin uses the NVIDIA-AI-IOT Orin image; that image
-  never runs on Thor;
+  an explicit force; EAGLE-3 only on Thor and AGX Orin, force or not (OOM at startup);
+- runtime (launch/gates.py): vLLM >= 0.20 for the current --speculative-config shape on
+  Thor and on Orin with L4T >= 39; older Orin uses the JetPack-matched NVIDIA-AI-IOT image
+  whose vLLM has the method; an Orin image never runs on Thor; an Orin whose L4T cannot be
+  read gets no speculation; the container path needs the NVIDIA container runtime;
 - concurrency: speculation helps at low concurrency only (<= 2); batching wins at 8;
-- k: 5 on Thor, 3 on AGX Orin, for EAGLE-3 and draft models alike; more only when
-  acceptance > 0.6 (advisory);
+- k: 5 on Thor, 3 on AGX Orin, for EAGLE-3 and draft models alike; more only with a
+  measured acceptance > 0.6, k tuning on, or force;
 - gpu_memory_utilization: lowered by 0.05 whenever speculation is on;
 - heads: EAGLE-3 only where the catalog lists a published head, else a catalogued
-  same-family draft model, else off.
+  same-family draft model, else off; an operator-named draft must share the target's
+  vocabulary and tokenizer family (launch/compat.py); vllm_server_speculative_extra
+  cannot set what the role decides (method, model, k, draft TP).
 
 The numbers and families live in launch/policy.py.
 """
@@ -27,94 +30,39 @@ The numbers and families live in launch/policy.py.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import re
-
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import select_speculation
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.compat import draft_mismatch
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.gates import (  # noqa: F401 (public names)
+    check_runtime, image_vllm_version, is_orin_image, parse_version,
+)
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
-    ACCEPTANCE_FOR_HIGHER_K, K_RANGE, MAX_SPECULATIVE_CONCURRENCY, MIN_SPECULATIVE_VLLM, ORIN_FAMILIES,
-    PLAN_METHODS, SMALL_ORIN_FAMILIES, SPECULATION_FAMILIES, START_K, UTILIZATION_DROP, UTILIZATION_MAX,
-    UTILIZATION_MIN, before_modern_l4t, speculative_utilization, start_k,
+    ACCEPTANCE_FOR_HIGHER_K, K_RANGE, MAX_SPECULATIVE_CONCURRENCY, PLAN_METHODS, SMALL_ORIN_FAMILIES,
+    SPECULATION_FAMILIES, UTILIZATION_DROP, UTILIZATION_MAX, UTILIZATION_MIN, speculative_utilization, start_k,
 )
 
+# Keys of the speculative config the role decides; vllm_server_speculative_extra must not
+# set them (it would launch an unpublished head, or a k the rules never saw).
+ROLE_OWNED_SPEC_KEYS = ("method", "model", "num_speculative_tokens", "draft_tensor_parallel_size",
+                        "tensor_parallel_size")
 
-def parse_version(text):
-    """(major, minor, patch) from '0.20.1', 'v0.20.1', '0.11.0+jetson'; None when unknown."""
-    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", str(text or ""))
-    if not match:
-        return None
-    return tuple(int(part or 0) for part in match.groups())
-
-
-def is_orin_image(image):
-    """NVIDIA-AI-IOT's Jetson Orin vLLM images (e.g. .../nvidia-ai-iot/vllm:latest-jetson-orin)."""
-    image = (image or "").lower()
-    return "nvidia-ai-iot" in image and "orin" in image
-
-
-def image_vllm_version(image):
-    """The vLLM version an image tag states (vllm/vllm-openai:v0.20.1), or None."""
-    tag = (image or "").split("@")[0].rsplit(":", 1)
-    if len(tag) != 2 or "/" in tag[1]:
-        return None
-    return parse_version(tag[1]) if re.match(r"^v?\d+\.\d+", tag[1]) else None
-
-
-def _runtime_version(inp, warnings):
-    """The vLLM version that will serve: operator override, image tag, or installed CLI."""
-    if inp.get("vllm_version"):
-        return parse_version(inp["vllm_version"])
-    if inp.get("runtime") == "container":
-        version = image_vllm_version(inp.get("image"))
-        if version is None and (inp.get("image") or "").endswith(":latest"):
-            warnings.append("The image %s is a moving tag; pin a digest or set vllm_server_vllm_version so "
-                            "the version rule is checked against what really runs." % inp.get("image"))
-        return version
-    return parse_version(inp.get("installed_vllm_version"))
 
 
 def _refuse(refusals, rule, message):
     refusals.append({"rule": rule, "message": message})
 
-
-def _check_runtime(inp, refusals, warnings, speculation):
-    family = inp.get("family")
-    l4t_major = inp.get("l4t_major")
-    image = inp.get("image") if inp.get("runtime") == "container" else None
-    if family == "thor" and is_orin_image(image):
-        _refuse(refusals, "runtime.orin_image_on_thor",
-                "The NVIDIA-AI-IOT Orin image %s must never run on Thor. Fix: use upstream vLLM >= 0.20 "
-                "(vllm/vllm-openai) or a validated native vLLM >= 0.20 on Thor." % image)
-    if not speculation:
-        return
-    old_orin = family in ORIN_FAMILIES and before_modern_l4t(l4t_major)
-    if old_orin:
-        if not is_orin_image(image):
-            _refuse(refusals, "runtime.old_orin_needs_orin_image",
-                    "Orin on L4T r%s (< r39) serves speculative decoding with the NVIDIA-AI-IOT Orin vLLM image. "
-                    "Fix: vllm_server_runtime: container with vllm_server_container_image set to the JetPack-matched "
-                    "NVIDIA-AI-IOT image, or upgrade the board to JetPack 7.2 / L4T r39+." % l4t_major)
-        return
-    version = _runtime_version(inp, warnings)
-    if version is None:
-        _refuse(refusals, "runtime.vllm_version_unknown",
-                "The vLLM version on this host is unknown, so the --speculative-config shape cannot be checked "
-                "(vLLM >= 0.20 is required on %s). Fix: set vllm_server_vllm_version, or pin an image tag "
-                "with a version." % (family or "this board"))
-    elif version[:2] < MIN_SPECULATIVE_VLLM:
-        _refuse(refusals, "runtime.vllm_too_old",
-                "vLLM %s is older than 0.20, which the current --speculative-config shape needs on %s. "
-                "Fix: upgrade to vLLM >= 0.20 (upstream image or native)." % (".".join(map(str, version)), family))
-
-
 def _check_family(inp, refusals, method):
     family = inp.get("family") or "unknown"
     if family in SPECULATION_FAMILIES:
         return
-    if family in SMALL_ORIN_FAMILIES and method == "eagle3":
-        _refuse(refusals, "family.no_eagle3_on_small_orin",
-                "EAGLE-3 is never used on %s: target and head do not fit and vLLM runs out of memory at startup. "
-                "Fix: keep speculation off (vllm_server_speculation: false) or, with vllm_server_force_speculation, "
-                "use a small draft_model or ngram." % family)
+    if method == "eagle3":
+        # Force lifts the family rule for a small draft, never for EAGLE-3: on Orin NX / Nano
+        # target and head do not fit, and an unknown board or a Xavier has no measured headroom.
+        _refuse(refusals, "family.no_eagle3_on_small_orin" if family in SMALL_ORIN_FAMILIES else
+                "family.eagle3_needs_thor_or_agx_orin",
+                "EAGLE-3 runs only on Thor and AGX Orin (this host's board family is %s), even with "
+                "vllm_server_force_speculation: the head and the target run out of memory at startup on smaller "
+                "boards. Fix: keep speculation off (vllm_server_speculation: false) or, with "
+                "vllm_server_force_speculation, use a small draft_model or ngram." % family)
         return
     if not inp.get("force"):
         _refuse(refusals, "family.speculation_not_supported",
@@ -123,9 +71,39 @@ def _check_family(inp, refusals, method):
                 "if you have measured that it fits and helps." % family)
 
 
-def _choose(inp, refusals):
+def _check_extra(inp, refusals):
+    """vllm_server_speculative_extra may add vLLM keys, never the ones the role decides."""
+    extra = inp.get("spec_extra") or {}
+    owned = sorted(key for key in extra if key in ROLE_OWNED_SPEC_KEYS) if isinstance(extra, dict) else []
+    if owned:
+        _refuse(refusals, "config.speculative_extra_owned_key",
+                "vllm_server_speculative_extra sets %s, which the role decides from the rules and the catalog "
+                "(an extra 'model' would launch a head nobody published). Fix: use vllm_server_speculative_method, "
+                "vllm_server_speculative_model, vllm_server_num_speculative_tokens or "
+                "vllm_server_draft_tensor_parallel_size instead." % ", ".join(owned))
+    return not owned
+
+
+def _check_draft(inp, refusals, warnings, draft):
+    """An operator-named draft must share the target's vocabulary and tokenizer family."""
+    problem, compared = draft_mismatch(inp.get("model"), draft, inp.get("catalog"), inp.get("model_configs"))
+    if problem:
+        _refuse(refusals, "draft.incompatible",
+                "%s. Fix: name a draft from the target's family with the same vocabulary (the catalog lists them), "
+                "or use method ngram." % problem)
+        return False
+    if not compared:
+        warnings.append("The vocabulary of draft %s could not be compared with the target's (neither a local "
+                        "config.json nor the catalog describes both); vLLM checks it at startup and a mismatch "
+                        "sends the host straight back to the baseline." % draft)
+    return True
+
+
+def _choose(inp, refusals, warnings):
     """The speculative config dict (without k) from the method and the catalog, and why."""
     method = inp.get("method") or "auto"
+    if not _check_extra(inp, refusals):
+        return None, "role-owned key in vllm_server_speculative_extra"
     if method not in PLAN_METHODS:
         _refuse(refusals, "config.method", "vllm_server_speculative_method must be one of %s, got %r."
                 % (", ".join(PLAN_METHODS), method))
@@ -144,12 +122,27 @@ def _choose(inp, refusals):
                     "head. Fix: add the published head to the catalog, or use method draft_model."
                     % (explicit, inp.get("model")))
             return None, "unpublished head"
-        cfg = {"method": "eagle3" if explicit in heads else "draft_model", "model": explicit}
+        if explicit in heads:
+            cfg = {"method": "eagle3", "model": explicit}
+        elif method == "auto" and explicit not in _catalog_drafts(inp):
+            # vLLM would load an EAGLE head given as draft_model as a draft and fail, or
+            # guess the method from the name: method auto only picks what the catalog lists.
+            _refuse(refusals, "catalog.uncatalogued_speculator",
+                    "%s is neither a published EAGLE-3 head nor a draft model catalogued for %s, and "
+                    "vllm_server_speculative_method is auto, so what it is would be a guess. Fix: set "
+                    "vllm_server_speculative_method: draft_model for a same-family draft model, or add the published "
+                    "head or the draft to vllm_server_model_catalog." % (explicit, inp.get("model")))
+            return None, "uncatalogued speculator"
+        else:
+            if not _check_draft(inp, refusals, warnings, explicit):
+                return None, "incompatible draft"
+            cfg = {"method": "draft_model", "model": explicit}
         reason = "operator-selected %s" % explicit
     else:
         # The family rules are enforced by _check_family; here we only ask the catalog,
-        # as an AGX Orin would, when the operator forced speculation on another board.
-        preferred = "draft_model" if method == "draft_model" or family in SMALL_ORIN_FAMILIES else "eagle3"
+        # as an AGX Orin would, when the operator forced speculation on another board
+        # (a draft model there: EAGLE-3 stays on Thor and AGX Orin).
+        preferred = "draft_model" if method == "draft_model" or family not in SPECULATION_FAMILIES else "eagle3"
         try:
             selection = select_speculation(inp.get("catalog") or {}, inp.get("model"), preferred,
                                            family if family in SPECULATION_FAMILIES else "agx_orin")
@@ -179,6 +172,42 @@ def _catalog_heads(inp):
     return [head.get("model") for head in entry.get("eagle3_heads") or [] if isinstance(head, dict)]
 
 
+def _catalog_drafts(inp):
+    entry = (inp.get("catalog") or {}).get(inp.get("model")) or {}
+    return [draft.get("model") for draft in entry.get("draft_models") or [] if isinstance(draft, dict)]
+
+
+def _check_k(inp, refusals, warnings):
+    """k from the variable or the board's start; above the start only with evidence (or tuning, or force)."""
+    family = inp.get("family")
+    start = start_k(family)
+    k = inp.get("k") or start
+    if isinstance(k, bool) or not isinstance(k, int) or not K_RANGE[0] <= k <= K_RANGE[1]:
+        _refuse(refusals, "config.num_speculative_tokens",
+                "vllm_server_num_speculative_tokens must be an integer from %d to %d, got %r."
+                % (K_RANGE[0], K_RANGE[1], k))
+        return None
+    if k <= start:
+        return k
+    acceptance = inp.get("measured_acceptance")
+    measured = isinstance(acceptance, (int, float)) and not isinstance(acceptance, bool)
+    if measured and acceptance > ACCEPTANCE_FOR_HIGHER_K:
+        warnings.append("num_speculative_tokens %d is above the %s start %d; allowed by the measured acceptance "
+                        "rate %.2f (> %s)." % (k, family, start, acceptance, ACCEPTANCE_FOR_HIGHER_K))
+    elif inp.get("k_tuning") or inp.get("force"):
+        warnings.append("num_speculative_tokens %d is above the %s start %d without a measured acceptance rate "
+                        "above %s (%s is on)." % (k, family, start, ACCEPTANCE_FOR_HIGHER_K,
+                                                  "k tuning" if inp.get("k_tuning") else "force"))
+    else:
+        _refuse(refusals, "config.k_above_start",
+                "num_speculative_tokens %d is above the %s start %d, and higher k pays off only when the draft "
+                "acceptance rate is above %s; %s. Fix: leave vllm_server_num_speculative_tokens at the start, let "
+                "k tuning raise it on measured acceptance, or set vllm_server_force_speculation."
+                % (k, family, start, ACCEPTANCE_FOR_HIGHER_K,
+                   "the measured rate is %.2f" % acceptance if measured else "none was measured on this host"))
+    return k
+
+
 def plan_launch(inp):
     """Decide the launch (see the module docstring) and explain any refusal in one text."""
     result = _plan(inp)
@@ -201,7 +230,8 @@ def _plan(inp):
         _refuse(refusals, "config.gpu_memory_utilization",
                 "vllm_server_gpu_memory_utilization %.2f is outside %.2f..%.2f (this board's ceiling keeps ~2 GiB "
                 "outside vLLM). Fix: choose a value in that range." % (base_util, UTILIZATION_MIN, ceiling))
-    _check_runtime(inp, refusals, warnings, speculation)
+    if not speculation:
+        check_runtime(inp, refusals, warnings, False)
     result = {"speculation": speculation, "speculative_config": None, "gpu_memory_utilization": base_util,
               "refusals": refusals, "warnings": warnings, "selection_reason": "speculation is off"}
     if not speculation:
@@ -219,21 +249,13 @@ def _plan(inp):
                 "concurrent streams continuous batching wins while the draft only takes memory. Fix: keep "
                 "speculation off for this service, or lower vllm_server_expected_concurrency if the workload "
                 "really is low-concurrency." % (concurrency, max_conc))
-    cfg, reason = _choose(inp, refusals)
+    cfg, reason = _choose(inp, refusals, warnings)
+    check_runtime(inp, refusals, warnings, True, (cfg or {}).get("method") or method)
     if cfg is not None:
-        if cfg.get("method") == "eagle3":
+        if cfg.get("method") == "eagle3" and method != "eagle3":
             _check_family(inp, refusals, "eagle3")
-        k = inp.get("k") or start_k(inp.get("family"))
-        if isinstance(k, bool) or not isinstance(k, int) or not K_RANGE[0] <= k <= K_RANGE[1]:
-            _refuse(refusals, "config.num_speculative_tokens",
-                    "vllm_server_num_speculative_tokens must be an integer from %d to %d, got %r."
-                    % (K_RANGE[0], K_RANGE[1], k))
-        else:
-            default_k = START_K.get(inp.get("family"))
-            if default_k and k > default_k:
-                warnings.append("num_speculative_tokens %d is above the %s starting point %d; raise k only "
-                                "when the measured acceptance rate is above %s."
-                                % (k, inp.get("family"), default_k, ACCEPTANCE_FOR_HIGHER_K))
+        k = _check_k(inp, refusals, warnings)
+        if k is not None:
             cfg["num_speculative_tokens"] = k
     if base_util is not None:
         drop = inp.get("utilization_drop", UTILIZATION_DROP)

@@ -1,0 +1,213 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Runtime and image gates of a speculative launch: which vLLM will serve, and may it.
+
+Standard library only, Python 3.8+.  Pure: the host's answers (the image's vLLM version
+and labels, the NVIDIA container runtime) come in as facts read by jetson_facts.
+
+Image tags, as the Jetson vLLM images are really tagged:
+  ghcr.io/nvidia-ai-iot/vllm:r36.4-tegra-aarch64-cu126-22.04   (L4T r36.4, JetPack 6)
+  ghcr.io/nvidia-ai-iot/vllm:latest-jetson-orin                 (moving: no L4T in the tag)
+  dustynv/vllm:0.8.6-r36.4-cu128-24.04                          (jetson-containers: vLLM, L4T)
+  dustynv/vllm:r36.4.0
+  vllm/vllm-openai:v0.20.1, vllm/vllm-openai:latest             (upstream, Thor)
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import re
+
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
+    MIN_SPECULATIVE_VLLM, ORIN_FAMILIES, before_modern_l4t,
+)
+
+# The Jetson builds of vLLM: NVIDIA-AI-IOT's images and jetson-containers' (they build them).
+JETSON_VLLM_REPOSITORIES = ("nvidia-ai-iot/vllm", "dustynv/vllm")
+# The first vLLM release of each method in the V1 engine.  EAGLE-3: PR #16937 (v0.8.5).
+# draft_model: removed with V0, still refused by 0.13.0 ("Speculative decoding with draft
+# model is not supported yet", vllm-project/vllm#31883), back with PR #24322 after it.
+METHOD_MIN_VLLM = {"ngram": (0, 8, 0), "eagle3": (0, 8, 5), "draft_model": (0, 14, 0)}
+
+_L4T_IN_TAG = re.compile(r"(?:^|[-_.])r(\d{2})\.(\d+)")
+
+
+def parse_version(text):
+    """(major, minor, patch) from '0.20.1', 'v0.20.1', '0.11.0+jetson'; None when unknown."""
+    match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", str(text or ""))
+    if not match:
+        return None
+    return tuple(int(part or 0) for part in match.groups())
+
+
+def _show(version):
+    return ".".join(str(part) for part in version)
+
+
+def split_image(image):
+    """(repository, tag) of an image reference; the tag is '' when absent (Docker's 'latest')."""
+    ref = (image or "").split("@")[0]
+    name, _sep, tag = ref.rpartition(":")
+    if not name or "/" in tag:
+        return ref.lower(), ""
+    return name.lower(), tag
+
+
+def is_jetson_vllm_image(image):
+    """An NVIDIA-AI-IOT or jetson-containers vLLM image (any registry)."""
+    repository = split_image(image)[0]
+    return any(repository == repo or repository.endswith("/" + repo) for repo in JETSON_VLLM_REPOSITORIES)
+
+
+def image_l4t(image):
+    """(major, minor) of the L4T release an image's tag names (r36.4 in ...:r36.4-tegra-...), or None."""
+    match = _L4T_IN_TAG.search(split_image(image)[1])
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def is_orin_image(image):
+    """A Jetson vLLM image built for Orin: 'orin' in its tag, or an L4T below r38 (Thor starts at r38)."""
+    if not is_jetson_vllm_image(image):
+        return False
+    l4t = image_l4t(image)
+    return "orin" in split_image(image)[1].lower() or (l4t is not None and l4t[0] < 38)
+
+
+def image_vllm_version(image):
+    """The vLLM version an image tag states (vllm/vllm-openai:v0.20.1, dustynv/vllm:0.8.6-r36.4-...), or None."""
+    tag = split_image(image)[1]
+    return parse_version(tag) if re.match(r"^v?\d+\.\d+", tag) else None
+
+
+def _labelled_l4t(image_facts):
+    """L4T (major, minor) from the image's labels (a label named like 'l4t'), or None."""
+    for key, value in ((image_facts or {}).get("labels") or {}).items():
+        if "l4t" in str(key).lower():
+            version = parse_version(str(value).lstrip("rR"))
+            if version:
+                return version[:2]
+    return None
+
+
+def serving_version(inp, warnings):
+    """(version, source) of the vLLM that will serve: override, the image on the host, its tag, or the CLI."""
+    if inp.get("vllm_version"):
+        return parse_version(inp["vllm_version"]), "vllm_server_vllm_version"
+    if inp.get("runtime") == "container":
+        image = inp.get("image")
+        facts = inp.get("image_facts") or {}
+        read = parse_version(facts.get("vllm_version")) if facts.get("present") else None
+        if read:
+            return read, "the image on the host"
+        version = image_vllm_version(image)
+        if version:
+            return version, "the image tag"
+        if split_image(image)[1] in ("", "latest") or "latest" in split_image(image)[1]:
+            warnings.append("The image %s is a moving tag and is not on the host, so its vLLM version cannot be "
+                            "read; pull it (the preflight then reads the version inside it) or pin a versioned "
+                            "tag or digest." % image)
+        return None, "unknown"
+    version = parse_version(inp.get("installed_vllm_version"))
+    return version, ("the vLLM CLI on the host" if version else "unknown")
+
+
+def _refuse(refusals, rule, message):
+    refusals.append({"rule": rule, "message": message})
+
+
+def _check_container_runtime(inp, refusals):
+    """The unit runs `docker run --runtime nvidia`: Docker must list that runtime (jetson_facts)."""
+    wanted = inp.get("container_runtime")
+    present = inp.get("nvidia_runtime_present")
+    if inp.get("runtime") != "container" or wanted != "nvidia" or present is None or present:
+        return
+    _refuse(refusals, "runtime.nvidia_container_runtime_missing",
+            "The unit runs the image with --runtime nvidia, and Docker on this host lists no nvidia runtime "
+            "(jetson_facts runtime.nvidia_runtime is false). Fix: install the NVIDIA Container Toolkit "
+            "(nvidia-container-toolkit, part of JetPack) and run `sudo nvidia-ctk runtime configure --runtime=docker "
+            "&& sudo systemctl restart docker`.")
+
+
+def _check_old_orin(inp, refusals, warnings, method):
+    """L4T below r39: a JetPack-matched Jetson vLLM image whose vLLM has the method."""
+    image = inp.get("image") if inp.get("runtime") == "container" else None
+    l4t_major, l4t_minor = inp.get("l4t_major"), inp.get("l4t_minor")
+    if not image or not is_jetson_vllm_image(image):
+        _refuse(refusals, "runtime.old_orin_needs_orin_image",
+                "Orin on L4T r%s (< r39) serves speculative decoding with the JetPack-matched NVIDIA-AI-IOT vLLM "
+                "image. Fix: vllm_server_runtime: container with vllm_server_container_image set to that image "
+                "(for example ghcr.io/nvidia-ai-iot/vllm:r%s.4-tegra-aarch64-cu126-22.04 on JetPack 6), or upgrade "
+                "the board to JetPack 7.2 / L4T r39+." % (l4t_major, l4t_major))
+        return
+    facts = inp.get("image_facts") or {}
+    tagged = image_l4t(image) or (_labelled_l4t(facts) if facts.get("present") else None)
+    if tagged is None:
+        _refuse(refusals, "runtime.image_l4t_unknown",
+                "The image %s does not say which L4T release it was built for (no rNN.N in its tag or labels), so "
+                "it cannot be matched with this board's L4T r%s. Fix: use the JetPack-matched tag, for example "
+                "ghcr.io/nvidia-ai-iot/vllm:r%s.4-tegra-aarch64-cu126-22.04." % (image, l4t_major, l4t_major))
+        return
+    if tagged[0] != l4t_major:
+        _refuse(refusals, "runtime.image_l4t_mismatch",
+                "The image %s is built for L4T r%d.%d and this board runs L4T r%s: CUDA and the driver stack inside "
+                "the image do not match the board. Fix: use the image tagged for r%s (NVIDIA-AI-IOT / "
+                "jetson-containers tag their builds rMAJOR.MINOR)." % (image, tagged[0], tagged[1], l4t_major, l4t_major))
+        return
+    if isinstance(l4t_minor, int) and tagged[1] != l4t_minor:
+        warnings.append("The image %s is built for L4T r%d.%d and the board runs r%d.%d; the major releases match, "
+                        "prefer the image of the board's exact release." % (image, tagged[0], tagged[1],
+                                                                            l4t_major, l4t_minor))
+    _check_method_version(inp, refusals, warnings, method)
+
+
+def _check_method_version(inp, refusals, warnings, method):
+    version, source = serving_version(inp, warnings)
+    needed = METHOD_MIN_VLLM.get(method)
+    if version is None:
+        _refuse(refusals, "runtime.vllm_version_unknown",
+                "The vLLM version inside %s is unknown, so it cannot be checked that it supports %s. Fix: pull the "
+                "image on the host (the preflight reads the version inside it), use a tag that states it, or set "
+                "vllm_server_vllm_version." % (inp.get("image"), method or "speculation"))
+    elif needed and version < needed:
+        _refuse(refusals, "runtime.method_unsupported",
+                "vLLM %s (from %s) does not support speculative method %s, which needs vLLM >= %s. Fix: use an "
+                "image with a newer vLLM, or a method it supports (ngram since %s)."
+                % (_show(version), source, method, _show(needed), _show(METHOD_MIN_VLLM["ngram"])))
+
+
+def check_runtime(inp, refusals, warnings, speculation, method=None):
+    """Append the runtime refusals of this launch; ``method`` is the planned speculative method."""
+    family = inp.get("family")
+    image = inp.get("image") if inp.get("runtime") == "container" else None
+    _check_container_runtime(inp, refusals)
+    if family == "thor" and image and is_orin_image(image):
+        _refuse(refusals, "runtime.orin_image_on_thor",
+                "The NVIDIA-AI-IOT Orin image %s must never run on Thor. Fix: use upstream vLLM >= 0.20 "
+                "(vllm/vllm-openai) or a validated native vLLM >= 0.20 on Thor." % image)
+    if not speculation:
+        return
+    if family in ORIN_FAMILIES and inp.get("l4t_major") is None:
+        _refuse(refusals, "runtime.l4t_unknown",
+                "This %s's L4T release could not be read (/etc/nv_tegra_release), and the runtime rule depends on it: "
+                "the NVIDIA-AI-IOT image below r39, upstream vLLM >= 0.20 from r39. Speculation is refused rather "
+                "than guessed. Fix: restore /etc/nv_tegra_release (jetson_facts reports why it was not read), or set "
+                "vllm_server_speculation: false." % family)
+        return
+    if family in ORIN_FAMILIES and before_modern_l4t(inp.get("l4t_major")):
+        _check_old_orin(inp, refusals, warnings, method)
+        return
+    version, source = serving_version(inp, warnings)
+    if version is None:
+        how = ("pull the image on the host so the preflight reads the vLLM version inside it, use a tag that "
+               "states the version (vllm/vllm-openai:v0.20.1), or set vllm_server_vllm_version"
+               if inp.get("runtime") == "container" else
+               "point vllm_server_native_bin at the vLLM CLI the unit runs (the preflight asks it for --version), "
+               "or set vllm_server_vllm_version")
+        _refuse(refusals, "runtime.vllm_version_unknown",
+                "The vLLM version that will serve is unknown, so the --speculative-config shape cannot be checked "
+                "(vLLM >= 0.20 is required on %s). Fix: %s." % (family or "this board", how))
+    elif version[:2] < MIN_SPECULATIVE_VLLM:
+        _refuse(refusals, "runtime.vllm_too_old",
+                "vLLM %s (from %s) is older than 0.20, which the current --speculative-config shape needs on %s. "
+                "Fix: upgrade to vLLM >= 0.20 (upstream image or native)." % (_show(version), source, family))

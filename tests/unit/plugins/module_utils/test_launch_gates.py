@@ -1,0 +1,218 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Issue 17's rules: runtime and image gates, and the bypasses that must not get through."""
+import pytest
+
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.compat import draft_mismatch, tokenizer_family
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.gates import (
+    image_l4t, image_vllm_version, is_jetson_vllm_image, is_orin_image, split_image,
+)
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.rules import plan_launch
+
+HEAD = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
+DRAFT = "meta-llama/Llama-3.2-1B-Instruct"
+TARGET = "meta-llama/Llama-3.1-8B-Instruct"
+CATALOG = {
+    TARGET: {"family": "llama3", "weight_bytes": 16060522496, "kv_bytes_per_token": 131072, "vocab_size": 128256,
+             "eagle3_heads": [{"model": HEAD, "weight_bytes": 850000000}],
+             "draft_models": [{"model": DRAFT, "weight_bytes": 2471628800, "vocab_size": 128256}]},
+    "Qwen/Qwen3-8B": {"family": "qwen3", "weight_bytes": 16381470720, "vocab_size": 151936, "eagle3_heads": [],
+                      "draft_models": [{"model": "Qwen/Qwen3-0.6B", "weight_bytes": 1192099840,
+                                        "vocab_size": 151936}]},
+}
+ORIN_R36 = "ghcr.io/nvidia-ai-iot/vllm:r36.4-tegra-aarch64-cu126-22.04"
+
+
+def inputs(**over):
+    base = dict(family="thor", l4t_major=39, l4t_minor=2, installed_vllm_version="0.20.1", vllm_version="",
+                runtime="native", image="", model=TARGET, speculation=True, force=False, method="auto",
+                spec_model="", k=None, draft_tensor_parallel_size=1, spec_extra={}, catalog=CATALOG,
+                expected_concurrency=1, max_spec_concurrency=2, gpu_memory_utilization=0.80,
+                gpu_memory_utilization_max=0.90, utilization_drop=0.05)
+    base.update(over)
+    return base
+
+
+def rules(plan):
+    return [r["rule"] for r in plan["refusals"]]
+
+
+def message(plan, rule):
+    return [r["message"] for r in plan["refusals"] if r["rule"] == rule][0]
+
+
+# --- the bypasses ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("extra", [{"model": "me/adhoc-eagle3-head"}, {"method": "eagle3"},
+                                   {"num_speculative_tokens": 9}, {"draft_tensor_parallel_size": 2}])
+def test_speculative_extra_cannot_set_what_the_role_decides(extra):
+    plan = plan_launch(inputs(spec_extra=extra))
+    assert rules(plan) == ["config.speculative_extra_owned_key"]
+    assert list(extra)[0] in message(plan, "config.speculative_extra_owned_key")
+    assert plan["speculative_config"] is None
+
+
+def test_speculative_extra_keeps_its_other_keys():
+    plan = plan_launch(inputs(spec_extra={"max_model_len": 2048}))
+    assert rules(plan) == [] and plan["speculative_config"]["max_model_len"] == 2048
+    assert plan["speculative_config"]["model"] == HEAD
+
+
+def test_method_auto_does_not_launch_an_uncatalogued_head_as_a_draft():
+    plan = plan_launch(inputs(spec_model="me/adhoc-eagle3-head"))
+    assert rules(plan) == ["catalog.uncatalogued_speculator"]
+    assert "vllm_server_speculative_method: draft_model" in message(plan, "catalog.uncatalogued_speculator")
+
+
+def test_method_auto_with_catalogued_names_picks_their_method():
+    assert plan_launch(inputs(spec_model=HEAD))["speculative_config"]["method"] == "eagle3"
+    assert plan_launch(inputs(spec_model=DRAFT))["speculative_config"]["method"] == "draft_model"
+
+
+def test_a_qwen_draft_for_a_llama_target_is_refused_with_the_reason():
+    plan = plan_launch(inputs(method="draft_model", spec_model="Qwen/Qwen3-0.6B"))
+    assert rules(plan) == ["draft.incompatible"]
+    text = message(plan, "draft.incompatible")
+    assert "vocab_size 151936" in text and "128256" in text and "the catalog" in text
+
+
+def test_local_config_json_decides_over_the_catalog():
+    configs = {"/models/target": {"vocab_size": 1024, "model_type": "llama"},
+               "/models/other-vocab": {"vocab_size": 2048, "model_type": "llama"},
+               "/models/same": {"vocab_size": 1024, "model_type": "llama"},
+               "/models/qwen-1024": {"vocab_size": 1024, "model_type": "qwen3"}}
+    base = dict(model="/models/target", method="draft_model", model_configs=configs, force=True, family="unknown")
+    plan = plan_launch(inputs(spec_model="/models/other-vocab", **base))
+    assert rules(plan) == ["draft.incompatible"] and "its config.json" in message(plan, "draft.incompatible")
+    plan = plan_launch(inputs(spec_model="/models/qwen-1024", **base))
+    assert rules(plan) == ["draft.incompatible"] and "tokenizer" in message(plan, "draft.incompatible")
+    plan = plan_launch(inputs(spec_model="/models/same", **base))
+    assert rules(plan) == [] and plan["speculative_config"]["model"] == "/models/same"
+
+
+def test_an_unknown_draft_is_launched_with_a_warning_vllm_checks_it():
+    plan = plan_launch(inputs(method="draft_model", spec_model="acme/mystery-draft"))
+    assert rules(plan) == []
+    assert any("could not be compared" in w for w in plan["warnings"])
+
+
+@pytest.mark.parametrize("family", ["unknown", "agx_xavier", "orin_nx", "orin_nano"])
+def test_force_does_not_lift_the_eagle3_board_rule(family):
+    plan = plan_launch(inputs(family=family, force=True, method="eagle3"))
+    assert any(rule.startswith("family.") for rule in rules(plan)), rules(plan)
+    plan = plan_launch(inputs(family=family, force=True, spec_model=HEAD))
+    assert any(rule.startswith("family.") for rule in rules(plan)), rules(plan)
+
+
+def test_force_on_another_board_picks_a_draft_not_eagle3():
+    plan = plan_launch(inputs(family="agx_xavier", force=True))
+    assert rules(plan) == [] and plan["speculative_config"]["method"] == "draft_model"
+
+
+@pytest.mark.parametrize("over,allowed", [
+    (dict(k=6), False),
+    (dict(k=6, measured_acceptance=0.55), False),
+    (dict(k=6, measured_acceptance=0.61), True),
+    (dict(k=6, k_tuning=True), True),
+    (dict(k=6, force=True), True),
+    (dict(k=5), True),
+    (dict(k=3, family="agx_orin"), True),
+    (dict(k=4, family="agx_orin"), False),
+])
+def test_k_above_the_board_start_needs_evidence(over, allowed):
+    plan = plan_launch(inputs(**over))
+    assert ("config.k_above_start" not in rules(plan)) is allowed, plan["refusal_text"]
+
+
+# --- runtime and image gates ----------------------------------------------------------------------
+
+def test_an_r35_board_with_a_latest_orin_image_is_not_waved_through():
+    plan = plan_launch(inputs(family="agx_orin", l4t_major=35, runtime="container", method="draft_model",
+                              image="ghcr.io/nvidia-ai-iot/vllm:latest-jetson-orin"))
+    assert rules(plan) == ["runtime.image_l4t_unknown"]
+
+
+def test_an_image_for_another_l4t_is_refused():
+    plan = plan_launch(inputs(family="agx_orin", l4t_major=35, runtime="container", image=ORIN_R36))
+    assert rules(plan) == ["runtime.image_l4t_mismatch"]
+    assert "r36.4" in message(plan, "runtime.image_l4t_mismatch")
+
+
+def test_a_jetpack_tagged_image_without_orin_in_its_name_is_accepted():
+    plan = plan_launch(inputs(family="agx_orin", l4t_major=36, l4t_minor=4, runtime="container", image=ORIN_R36,
+                              image_facts={"present": True, "vllm_version": "0.10.1.1"}))
+    assert rules(plan) == []
+
+
+def test_a_minor_l4t_difference_warns():
+    plan = plan_launch(inputs(family="agx_orin", l4t_major=36, l4t_minor=3, runtime="container",
+                              image="dustynv/vllm:0.9.2-r36.4-cu128-24.04"))
+    assert rules(plan) == []
+    assert any("r36.4" in w and "r36.3" in w for w in plan["warnings"])
+
+
+def test_the_old_orin_image_must_support_the_method():
+    plan = plan_launch(inputs(family="agx_orin", l4t_major=36, runtime="container", method="draft_model",
+                              image="dustynv/vllm:0.8.6-r36.4-cu128-24.04"))
+    assert rules(plan) == ["runtime.method_unsupported"]
+    assert "0.8.6" in message(plan, "runtime.method_unsupported")
+    plan = plan_launch(inputs(family="agx_orin", l4t_major=36, runtime="container", image=ORIN_R36,
+                              method="draft_model"))
+    assert rules(plan) == ["runtime.vllm_version_unknown"]
+
+
+def test_thor_with_vllm_openai_latest_reads_the_version_from_the_image_on_the_host():
+    image = "vllm/vllm-openai:latest"
+    plan = plan_launch(inputs(runtime="container", image=image, image_facts={"present": True, "vllm_version": "0.21.0"},
+                              container_runtime="nvidia", nvidia_runtime_present=True))
+    assert rules(plan) == []
+    plan = plan_launch(inputs(runtime="container", image=image, image_facts={"present": False}))
+    assert rules(plan) == ["runtime.vllm_version_unknown"]
+    assert "pull the image" in message(plan, "runtime.vllm_version_unknown")
+    plan = plan_launch(inputs(runtime="container", image=image, image_facts={"present": True, "vllm_version": "0.11.0"}))
+    assert rules(plan) == ["runtime.vllm_too_old"] and "the image on the host" in message(plan, "runtime.vllm_too_old")
+
+
+def test_an_orin_whose_l4t_cannot_be_read_gets_no_speculation():
+    plan = plan_launch(inputs(family="agx_orin", l4t_major=None))
+    assert rules(plan) == ["runtime.l4t_unknown"]
+    assert rules(plan_launch(inputs(family="agx_orin", l4t_major=None, speculation=False))) == []
+
+
+def test_the_container_path_needs_the_nvidia_runtime():
+    over = dict(runtime="container", image="vllm/vllm-openai:v0.20.1", container_runtime="nvidia")
+    plan = plan_launch(inputs(nvidia_runtime_present=False, **over))
+    assert rules(plan) == ["runtime.nvidia_container_runtime_missing"]
+    assert "nvidia-ctk" in message(plan, "runtime.nvidia_container_runtime_missing")
+    assert rules(plan_launch(inputs(nvidia_runtime_present=False, speculation=False, **over))) == [
+        "runtime.nvidia_container_runtime_missing"]
+    assert rules(plan_launch(inputs(nvidia_runtime_present=True, **over))) == []
+    assert rules(plan_launch(inputs(nvidia_runtime_present=False, **dict(over, container_runtime="")))) == []
+
+
+def test_image_helpers():
+    assert split_image("ghcr.io/nvidia-ai-iot/vllm:r36.4-tegra-aarch64-cu126-22.04@sha256:ab") == (
+        "ghcr.io/nvidia-ai-iot/vllm", "r36.4-tegra-aarch64-cu126-22.04")
+    assert split_image("registry:5000/vllm") == ("registry:5000/vllm", "")
+    assert image_l4t(ORIN_R36) == (36, 4)
+    assert image_l4t("ghcr.io/nvidia-ai-iot/vllm:r36.4.tegra-aarch64-cu126-22.04") == (36, 4)
+    assert image_l4t("dustynv/vllm:0.8.6-r36.4-cu128-24.04") == (36, 4)
+    assert image_l4t("vllm/vllm-openai:v0.20.1") is None
+    assert image_vllm_version("dustynv/vllm:0.8.6-r36.4-cu128-24.04") == (0, 8, 6)
+    assert image_vllm_version(ORIN_R36) is None
+    assert is_jetson_vllm_image("dustynv/vllm:r36.4.0") and not is_jetson_vllm_image("vllm/vllm-openai:latest")
+    assert is_orin_image(ORIN_R36) and is_orin_image("ghcr.io/nvidia-ai-iot/vllm:latest-jetson-orin")
+    assert not is_orin_image("ghcr.io/nvidia-ai-iot/vllm:latest-jetson-thor")
+
+
+def test_orin_images_never_run_on_thor_whatever_their_tag():
+    plan = plan_launch(inputs(runtime="container", image=ORIN_R36, vllm_version="0.20.1"))
+    assert "runtime.orin_image_on_thor" in rules(plan)
+
+
+def test_compat_helpers():
+    assert tokenizer_family("llama3") == tokenizer_family("llama") == "llama"
+    assert tokenizer_family("qwen2_moe") == tokenizer_family("qwen3") == "qwen"
+    assert draft_mismatch(TARGET, DRAFT, CATALOG) == (None, True)
+    assert draft_mismatch(TARGET, "acme/x", CATALOG) == (None, False)
