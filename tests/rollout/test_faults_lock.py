@@ -1,0 +1,122 @@
+"""Two controllers at once, and a lock that must outlive a long run.
+
+* same run id: two controllers start the same rollout with the same run id on
+  one host. The lock is owned by a random token, so only one rolls the host
+  out; the other is refused (or, if it reaches the lock after the first one
+  finished, finds the host converged).
+* stale-lock race: a crashed run left a stale lock; two controllers with
+  different run ids find it at once. Only one takes it over.
+* long run: a run whose total time exceeds rollout_lock_timeout keeps its lock
+  with heartbeats (state=refresh between steps); a second controller that
+  arrives after the timeout is still refused.
+
+Each ends with the host serving its last good config, a consistent state file
+and no lock left.
+"""
+import json
+import subprocess
+import time
+
+import pytest
+
+from harness import LOCK, REPO, assert_serving, assert_state, board, recap
+
+PREFIX = "specdec-fl-"
+BOARDS = [board("fl-same", "thor-01"), board("fl-stale", "thor-01"), board("fl-long", "agx-01")]
+STALE = {"owner": "crashed", "controller": "gone", "token": "0" * 32, "started_at": "2020-01-01T00:00:00Z",
+         "refreshed_at": "2020-01-01T00:00:00Z", "timeout": 3600, "pid": 1}
+
+
+def start_logged(fleet, log, *args, **extra_vars):
+    """Start a playbook in the background with its output in ``log``."""
+    handle = open(log, "w")
+    return subprocess.Popen(fleet.command("playbooks/rollout.yml", *args, **extra_vars), cwd=REPO, env=fleet.env(),
+                            stdout=handle, stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def both(fleet, host, run_ids, **extra):
+    """Start two controllers at once on ``host``; return [(rc, output)] when both ended."""
+    procs = []
+    for run_id in run_ids:
+        log = "%s/%s-%s.log" % (fleet.workdir, host, run_id if run_ids[0] != run_ids[1] else len(procs))
+        procs.append((start_logged(fleet, log, "--limit", host, rollout_run_id=run_id, **extra), log))
+    results = []
+    for proc, log in procs:
+        proc.wait(timeout=1500)
+        with open(log) as handle:
+            results.append((proc.returncode, handle.read()))
+    return results
+
+
+def rolled_out(out):
+    """Did this run evaluate the host (a candidate applied and benchmarked)?"""
+    return "Benchmark the" in out
+
+
+def refused(out):
+    return "Rollout lock" in out and "is held by" in out
+
+
+@pytest.fixture(scope="module")
+def fleet(make_fleet):
+    return make_fleet(PREFIX, BOARDS)
+
+
+def check_one_winner(fleet, host, results):
+    evaluated = [out for rc, out in results if rolled_out(out)]
+    assert len(evaluated) == 1, [out[-3000:] for rc, out in results]
+    loser = [(rc, out) for rc, out in results if not rolled_out(out)][0]
+    # refused by the lock, or arrived after the winner converged the host
+    assert refused(loser[1]) or recap(loser[1])[host]["changed"] == 0, loser[1][-3000:]
+    state = fleet.state(host)
+    assert state["status"] in ("kept", "reverted"), state
+    assert_state(fleet, host, state["status"])
+    assert_serving(fleet, host, speculative=state["status"] == "kept")
+    return loser
+
+
+def test_two_controllers_with_the_same_run_id(fleet):
+    results = both(fleet, "fl-same", ["nightly", "nightly"])
+    loser = check_one_winner(fleet, "fl-same", results)
+    if refused(loser[1]):
+        assert "not this run's token" in loser[1]
+
+
+def test_two_controllers_racing_for_a_stale_lock(fleet):
+    host = "fl-stale"
+    fleet.sh(host, "install -d -m 0750 /var/lib/jetson-specdec && cat > %s <<'EOF'\n%s\nEOF"
+             % (LOCK, json.dumps(STALE)), check=True)
+    results = both(fleet, host, ["ctl-a", "ctl-b"])
+    check_one_winner(fleet, host, results)
+    takeovers = [out for rc, out in results if "Took over a stale rollout lock" in out]
+    assert len(takeovers) == 1, [out[-2000:] for rc, out in results]
+    assert "'crashed'" in takeovers[0]
+
+
+def test_a_long_run_keeps_its_lock_past_the_timeout(fleet):
+    host = "fl-long"
+    timeout = 20
+    log = "%s/%s-long.log" % (fleet.workdir, host)
+    first = start_logged(fleet, log, "--limit", host, rollout_run_id="long", rollout_lock_timeout=timeout,
+                         rollout_bench_num_prompts=24)
+    deadline = time.time() + 900
+    while not fleet.lock_held(host):
+        assert first.poll() is None and time.time() < deadline, "the run ended before it took the lock"
+        time.sleep(0.5)
+    taken = time.time()
+    while time.time() < taken + timeout + 10:
+        if first.poll() is not None:
+            pytest.skip("the run finished within %d s of taking the lock; nothing to heartbeat" % (timeout + 10))
+        time.sleep(0.5)
+    rc, out, dummy = fleet.run("playbooks/rollout.yml", "--limit", host, rollout_run_id="intruder",
+                               rollout_lock_timeout=timeout)
+    intruder_refused = refused(out)
+    first.wait(timeout=1500)
+    with open(log) as handle:
+        first_out = handle.read()
+    assert intruder_refused, "a second controller took the lock of a live run:\n" + out[-3000:]
+    assert first.returncode == 0, first_out[-4000:]
+    state = fleet.state(host)
+    assert state["status"] in ("kept", "reverted") and state["info"]["run_id"] == "long", state
+    assert_state(fleet, host, state["status"])
+    assert_serving(fleet, host, speculative=state["status"] == "kept")
