@@ -36,9 +36,9 @@ options:
         and V(unlock); the run id alone does not identify the holder (two controllers may use the same one). A
         fresh lock held by anyone else (even with the same O(owner)) fails the task; a lock without a heartbeat
         for longer than O(lock_timeout) (or the timeout its holder declared, whichever is larger) is taken over
-        with a warning. Taking over is atomic: of two runs that find the same stale lock, one gets it.
+        with a warning. Taking over is atomic; of two runs that find the same stale lock, one gets it.
       - V(refresh) is the heartbeat of the holder of O(token), to call between long steps. It fails when the lock
-        is gone or belongs to someone else (taken over or broken by hand): the rollout must stop.
+        is gone or belongs to someone else (taken over or broken by hand), so the rollout must stop.
       - V(unlock) removes the lock if O(token) holds it, or any lock with O(force=true). Unlocking with O(owner)
         only (no token) still works, with a warning, but cannot tell two controllers with one run id apart.
     type: str
