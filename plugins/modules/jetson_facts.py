@@ -51,6 +51,26 @@ options:
     description: Seconds each probe command may run before it is stopped and reported as a warning.
     type: int
     default: 5
+  vllm_bin:
+    description:
+      - The vLLM CLI the service runs (for example C(/opt/vllm/bin/vllm), the role's C(vllm_server_native_bin)).
+      - When set, its C(--version) is reported as C(runtime.vllm_version) instead of the C(vllm) found on C(PATH).
+      - Ignored when probes are off; under a I(root) other than C(/) with I(probe_under_root) the path is taken
+        inside I(root).
+    type: path
+  vllm_image:
+    description:
+      - The container image the service runs. When set and Docker answers, C(runtime.image) says whether the image
+        is on the host, its labels, and the vLLM version installed in it (read from the package metadata in a
+        C(docker run --rm --network none) of the image; vLLM itself is not imported, no GPU is used).
+      - The image is never pulled.
+    type: str
+  vllm_probe_timeout:
+    description:
+      - Seconds the vLLM version probes of I(vllm_bin) and I(vllm_image) may take (C(vllm --version) on C(PATH) keeps I(probe_timeout)). Importing
+        vLLM loads torch, which takes longer than the other probes on a Jetson.
+    type: int
+    default: 30
 extends_documentation_fragment:
   - jetson.specdec.attributes
 attributes:
@@ -76,6 +96,12 @@ EXAMPLES = r"""
   jetson.specdec.jetson_facts:
     root: /opt/jetson-sim/root
     probe_under_root: true
+
+- name: Read the version of the vLLM the service runs, natively and in its image
+  jetson.specdec.jetson_facts:
+    vllm_bin: /opt/vllm/bin/vllm
+    vllm_image: vllm/vllm-openai:latest
+    vllm_probe_timeout: 60
 
 - name: Group hosts by board family
   ansible.builtin.group_by:
@@ -238,6 +264,25 @@ ansible_facts:
               description: Local Docker images whose name contains vllm.
               type: list
               elements: str
+            vllm_bin:
+              description: The I(vllm_bin) that was asked for its version, or null.
+              type: str
+            image:
+              description: What the host knows about I(vllm_image); null when I(vllm_image) is not set.
+              type: dict
+              contains:
+                name:
+                  description: The image reference.
+                  type: str
+                present:
+                  description: The image is on the host (C(docker image inspect) found it); null when Docker did not answer.
+                  type: bool
+                labels:
+                  description: The image's labels.
+                  type: dict
+                vllm_version:
+                  description: The vLLM version installed in the image, or null.
+                  type: str
         boot_control:
           description: Raw TNSPEC and COMPATIBLE_SPEC lines of nv_boot_control.conf (null when absent).
           type: dict
@@ -267,6 +312,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson.detect import gather
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import probes
 
 ROOT_BIN_DIRS = ("usr/sbin", "usr/bin", "sbin", "bin", "usr/local/bin")
 
@@ -302,6 +348,45 @@ def make_runner(module, root, probe_commands, probe_under_root, timeout):
     return run
 
 
+def probe_runtime_versions(module, root, facts, run_with_timeout):
+    """Fill runtime.vllm_version from the configured CLI and runtime.image from the configured image."""
+    runtime = facts.setdefault("runtime", {})
+    params = module.params
+    vllm_bin = params.get("vllm_bin")
+    if vllm_bin and os.path.realpath(root) != "/":
+        vllm_bin = os.path.join(root, vllm_bin.lstrip("/"))
+    image = params.get("vllm_image")
+    if image:
+        runtime["image"] = {"name": image, "present": None, "labels": {}, "vllm_version": None}
+    docker = module.get_bin_path("docker") if image else None
+    for what, argv in probes.runtime_version_probes(vllm_bin, image if docker else None):
+        if what != "native":
+            argv = [docker] + argv[1:]
+        elif not os.access(argv[0], os.X_OK):
+            facts["warnings"].append("vllm_bin %s is not an executable file, so the vLLM version it serves is "
+                                     "unknown." % params["vllm_bin"])
+            continue
+        rc, out, err = run_with_timeout(argv)
+        if what == "native":
+            runtime["vllm_bin"] = params["vllm_bin"]
+            runtime["vllm_version"] = probes.parse_vllm_version(out) if rc == 0 else None
+            if runtime["vllm_version"] is None:
+                facts["warnings"].append("`%s --version` answered rc=%s within %d s, so the vLLM version it serves "
+                                         "is unknown: %s" % (params["vllm_bin"], rc, params["vllm_probe_timeout"],
+                                                             (err or out or "").strip()[-300:]))
+        elif what == "image_labels":
+            labels = probes.parse_image_labels(out) if rc == 0 else None
+            runtime["image"]["present"] = labels is not None
+            runtime["image"]["labels"] = labels or {}
+            if labels is None:
+                break  # not on the host: never pulled here
+        else:
+            runtime["image"]["vllm_version"] = probes.parse_vllm_version(out) if rc == 0 else None
+            if runtime["image"]["vllm_version"] is None:
+                facts["warnings"].append("The vLLM version inside %s could not be read (rc=%s within %d s): %s"
+                                         % (image, rc, params["vllm_probe_timeout"], (err or out or "").strip()[-300:]))
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -309,6 +394,9 @@ def main():
             probe_commands=dict(type="bool", default=True),
             probe_under_root=dict(type="bool", default=False),
             probe_timeout=dict(type="int", default=5),
+            vllm_bin=dict(type="path"),
+            vllm_image=dict(type="str"),
+            vllm_probe_timeout=dict(type="int", default=30),
         ),
         supports_check_mode=True,
     )
@@ -319,7 +407,16 @@ def main():
         module.fail_json(msg="probe_timeout must be at least 1 second")
     runner = make_runner(module, root, module.params["probe_commands"],
                          module.params["probe_under_root"], module.params["probe_timeout"])
+    if module.params["vllm_probe_timeout"] < 1:
+        module.fail_json(msg="vllm_probe_timeout must be at least 1 second")
     facts = gather(root, runner)
+    if runner is not None and (module.params["vllm_bin"] or module.params["vllm_image"]):
+        timeout_bin = module.get_bin_path("timeout")
+
+        def run_with_timeout(argv):
+            command = ([timeout_bin, str(module.params["vllm_probe_timeout"])] if timeout_bin else []) + argv
+            return module.run_command(command, check_rc=False, environ_update={"LANG": "C", "LC_ALL": "C"})
+        probe_runtime_versions(module, root, facts, run_with_timeout)
     module.exit_json(changed=False, ansible_facts={"jetson": facts})
 
 

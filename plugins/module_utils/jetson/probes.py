@@ -114,3 +114,35 @@ def docker_daemon_has_nvidia(text):
         return False
     runtimes = data.get("runtimes") if isinstance(data, dict) else None
     return isinstance(runtimes, dict) and "nvidia" in runtimes
+
+
+# `python3 -c` run inside an image to read the installed vLLM's version without importing
+# vLLM (which initialises torch and wants a GPU): the distribution metadata is enough.
+IMAGE_VERSION_SCRIPT = "import importlib.metadata as m; print(m.version('vllm'))"
+
+
+def parse_image_labels(output):
+    """The labels of `docker image inspect --format '{{json .Config.Labels}}' IMAGE` ({} when none)."""
+    try:
+        labels = json.loads((output or "").strip() or "null")
+    except ValueError:
+        return None
+    return dict((str(k), str(v)) for k, v in labels.items()) if isinstance(labels, dict) else {}
+
+
+def runtime_version_probes(vllm_bin=None, image=None):
+    """The commands that read the configured vLLM's version: [(what, argv), ...] in order of use.
+
+    ``vllm_bin``: the CLI the unit runs (vllm_server_native_bin), asked for ``--version``.
+    ``image``: the container image; first `docker image inspect` (is it on the host, its labels),
+    then the version inside it, from the distribution metadata (no GPU, no network).
+    """
+    commands = []
+    if vllm_bin:
+        commands.append(("native", [vllm_bin, "--version"]))
+    if image:
+        commands.append(("image_labels", ["docker", "image", "inspect", "--format", "{{json .Config.Labels}}",
+                                          image]))
+        commands.append(("image_version", ["docker", "run", "--rm", "--network", "none", "--entrypoint", "python3",
+                                           image, "-c", IMAGE_VERSION_SCRIPT]))
+    return commands

@@ -55,3 +55,17 @@ def test_daemon_json_nvidia():
     assert pr.docker_daemon_has_nvidia('{"runtimes": {"nvidia": {"path": "nvidia-container-runtime"}}}')
     assert not pr.docker_daemon_has_nvidia('{"runtimes": {}}')
     assert not pr.docker_daemon_has_nvidia("not json")
+
+
+def test_image_labels():
+    assert pr.parse_image_labels('{"maintainer": "vllm", "l4t": "r36.4"}\n') == {"maintainer": "vllm", "l4t": "r36.4"}
+    assert pr.parse_image_labels("null\n") == {}
+    assert pr.parse_image_labels("Error: No such image") is None
+
+
+def test_runtime_version_probes():
+    cmds = pr.runtime_version_probes("/opt/vllm/bin/vllm", "vllm/vllm-openai:latest")
+    assert [what for what, dummy in cmds] == ["native", "image_labels", "image_version"]
+    assert cmds[0][1] == ["/opt/vllm/bin/vllm", "--version"]
+    assert cmds[2][1][-1] == pr.IMAGE_VERSION_SCRIPT and "--network" in cmds[2][1]
+    assert pr.runtime_version_probes() == []

@@ -94,3 +94,67 @@ def test_broken_fixture_returns_not_fails():
     failed, result = run_module(jetson_facts.main, {"root": root_of("broken-directory-as-file")})
     assert not failed
     assert result["ansible_facts"]["jetson"]["l4t"] is None
+
+
+def _fake_host(tmp_path, answers):
+    """A root with a configured vLLM CLI, and run_command answering by the probed program."""
+    import shutil
+    root = tmp_path / "root"
+    shutil.copytree(root_of("thor-t5000-devkit-r39.2"), str(root))
+    cli = root / "opt" / "vllm" / "bin" / "vllm"
+    cli.parent.mkdir(parents=True)
+    cli.write_text("#!/bin/sh\necho 0.21.0\n")
+    cli.chmod(0o755)
+    calls = []
+
+    def fake_run(self, args, **kwargs):
+        calls.append(list(args))
+        for key, answer in answers.items():
+            if key in " ".join(args):
+                return answer
+        return 127, "", "not found"
+    return root, calls, fake_run
+
+
+def test_the_configured_vllm_cli_and_image_are_probed_with_their_own_timeout(tmp_path):
+    root, calls, fake_run = _fake_host(tmp_path, {
+        "/opt/vllm/bin/vllm --version": (0, "INFO loading\n0.21.0\n", ""),
+        "image inspect": (0, '{"org.opencontainers.image.title": "vllm"}\n', ""),
+        "importlib.metadata": (0, "0.21.0\n", ""),
+    })
+    args = {"root": str(root), "probe_under_root": True, "vllm_bin": "/opt/vllm/bin/vllm",
+            "vllm_image": "vllm/vllm-openai:latest", "vllm_probe_timeout": 45}
+    with mock.patch.object(AnsibleModule, "get_bin_path", lambda self, name, *a, **k: "/usr/bin/" + name), \
+            mock.patch.object(AnsibleModule, "run_command", fake_run):
+        failed, result = run_module(jetson_facts.main, args)
+    assert not failed, result
+    runtime = result["ansible_facts"]["jetson"]["runtime"]
+    assert runtime["vllm_version"] == "0.21.0" and runtime["vllm_bin"] == "/opt/vllm/bin/vllm"
+    assert runtime["image"] == {"name": "vllm/vllm-openai:latest", "present": True,
+                                "labels": {"org.opencontainers.image.title": "vllm"}, "vllm_version": "0.21.0"}
+    probed = [c for c in calls if "45" in c]
+    assert [c[2:4] for c in probed][:1] == [[str(root) + "/opt/vllm/bin/vllm", "--version"]]
+    run = [c for c in probed if "run" in c][0]
+    assert run[:2] == ["/usr/bin/timeout", "45"] and "--network" in run and "none" in run and "pull" not in run
+
+
+def test_an_image_not_on_the_host_is_reported_absent_and_not_run(tmp_path):
+    root, calls, fake_run = _fake_host(tmp_path, {"image inspect": (1, "", "Error: No such image")})
+    args = {"root": str(root), "probe_under_root": True, "vllm_image": "vllm/vllm-openai:latest"}
+    with mock.patch.object(AnsibleModule, "get_bin_path", lambda self, name, *a, **k: "/usr/bin/" + name), \
+            mock.patch.object(AnsibleModule, "run_command", fake_run):
+        failed, result = run_module(jetson_facts.main, args)
+    assert not failed
+    assert result["ansible_facts"]["jetson"]["runtime"]["image"]["present"] is False
+    assert not any("run" in c and "--rm" in c for c in calls)
+
+
+def test_a_silent_vllm_cli_is_a_warning_not_a_version(tmp_path):
+    root, calls, fake_run = _fake_host(tmp_path, {"--version": (124, "", "")})
+    args = {"root": str(root), "probe_under_root": True, "vllm_bin": "/opt/vllm/bin/vllm", "vllm_probe_timeout": 7}
+    with mock.patch.object(AnsibleModule, "get_bin_path", lambda self, name, *a, **k: "/usr/bin/" + name), \
+            mock.patch.object(AnsibleModule, "run_command", fake_run):
+        failed, result = run_module(jetson_facts.main, args)
+    facts = result["ansible_facts"]["jetson"]
+    assert facts["runtime"]["vllm_version"] is None
+    assert any("rc=124 within 7 s" in w for w in facts["warnings"])
