@@ -122,11 +122,32 @@ def acceptance_lengths(per_position, k_max):
     return lengths
 
 
-def predict(lengths, base, cand, k_measured, constant_cost=False):
-    """Per k: predicted TPOT (s) and throughput ratio over the baseline (unscaled)."""
+def _step_cost(k, knots, constant_cost):
+    """Extra step time at k, interpolated between measured (k, extra) knots.
+
+    Below the smallest knot the cost falls linearly to 0 at k=0 (a draft pass per
+    drafted token) or stays flat (n-gram lookup).  Between knots it is linear: the
+    verification widens with k and turns compute bound at some k, which a single
+    straight line from k=0 would spread over every k."""
+    first_k, first_cost = knots[0]
+    if k <= first_k:
+        return first_cost if constant_cost else first_cost * k / float(first_k)
+    for (k1, c1), (k2, c2) in zip(knots, knots[1:]):
+        if k <= k2:
+            return c1 + (c2 - c1) * (k - k1) / float(k2 - k1)
+    return knots[-1][1]
+
+
+def predict(lengths, base, cand, k_measured, constant_cost=False, other_steps=()):
+    """Per k: predicted TPOT (s) and throughput ratio over the baseline (unscaled).
+
+    ``other_steps`` are (k, measured step seconds) of other candidate rounds."""
     t_base = base["tpot"]
     step_measured = cand["tpot"] * lengths[k_measured]
     extra = max(0.0, step_measured - t_base)
+    knots = dict((k, max(0.0, step - t_base)) for k, step in other_steps if 0 < k < k_measured)
+    knots[k_measured] = extra
+    knots = sorted(knots.items())
     n = max(cand["tokens"] or base["tokens"] or 1.0, 1.0)
 
     def throughput(ttft, tpot):
@@ -135,14 +156,52 @@ def predict(lengths, base, cand, k_measured, constant_cost=False):
     base_tput = throughput(base["ttft"], t_base)
     out = {}
     for k in range(1, k_measured + 1):
-        cost = extra if constant_cost else extra * k / float(k_measured)
-        tpot = (t_base + cost) / lengths[k]
+        tpot = (t_base + _step_cost(k, knots, constant_cost)) / lengths[k]
         out[k] = (tpot, throughput(cand["ttft"], tpot) / base_tput)
     return out, extra
 
 
-def choose_k(candidate, baseline, k_measured, method=None, concurrency=1, tie_tolerance=0.01):
-    """Return the k choice; see the module docstring.  Raises ChooseKError."""
+def _larger_k_may_help(lengths, base, cand, k_measured, constant_cost, extra, preds):
+    """Whether k_measured + 1 would beat k_measured, extrapolating the last conditional rate.
+
+    This is what decides whether a probe at a larger k is worth a benchmark round."""
+    last = lengths[k_measured] - lengths[k_measured - 1]
+    before = lengths[k_measured - 1] - lengths[k_measured - 2] if k_measured > 1 else 1.0
+    if last <= 0:
+        return False
+    next_rate = last * min(1.0, last / before) if before > 0 else 0.0
+    cost = extra if constant_cost else extra * (k_measured + 1) / float(k_measured)
+    tpot = (base["tpot"] + cost) / (lengths[k_measured] + next_rate)
+    return tpot < preds[k_measured][0]
+
+
+def _other_steps(others, k_measured, concurrency):
+    """(k, step seconds) of rounds measured at other k, and their counters for pooling."""
+    steps, pooled = [], []
+    for item in others or ():
+        if not isinstance(item, dict) or "k" not in item or "result" not in item:
+            raise ChooseKError("others must be a list of {k: <num_speculative_tokens>, result: <vllm_bench "
+                               "result>} entries")
+        k = item["k"]
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 < k < k_measured:
+            raise ChooseKError("others: k=%r must be an integer between 1 and k_measured - 1 (%d)"
+                               % (k, k_measured - 1))
+        numbers = _level_numbers(item["result"], concurrency, "k=%d" % k)
+        drafts, rates = _spec_counts(item["result"], concurrency)
+        if drafts:
+            length = acceptance_lengths(rates, k)[k]
+            steps.append((k, numbers["tpot"] * length))
+            pooled.append((drafts, rates[:k]))
+    return steps, pooled
+
+
+def choose_k(candidate, baseline, k_measured, method=None, concurrency=1, tie_tolerance=0.01,
+             others=None):
+    """Return the k choice; see the module docstring.  Raises ChooseKError.
+
+    ``others``: rounds of the same pair at smaller k ({k, result} each): their step
+    times refine the cost curve and their counters add to the acceptance of the
+    positions they drafted (the chain property makes those positions the same)."""
     if isinstance(k_measured, bool) or not isinstance(k_measured, int) or k_measured < 1:
         raise ChooseKError("k_measured must be the num_speculative_tokens the candidate ran with "
                            "(an integer >= 1), got %r" % (k_measured,))
@@ -154,13 +213,20 @@ def choose_k(candidate, baseline, k_measured, method=None, concurrency=1, tie_to
     if not drafts:
         raise ChooseKError("the candidate result has no spec-decode counters (drafts = 0): the "
                            "server exposed no vllm:spec_decode_* metrics or speculation was off")
+    other_steps, pooled = _other_steps(others, k_measured, concurrency)
+    weights = [drafts] * len(per_position)
+    for extra_drafts, rates in pooled:
+        for i, rate in enumerate(rates[:len(per_position)]):
+            per_position[i] = ((per_position[i] * weights[i] + rate * extra_drafts)
+                               / (weights[i] + extra_drafts))
+            weights[i] += extra_drafts
     reasons = []
     if len(per_position) < k_measured:
         reasons.append("the server reported acceptance for %d of %d positions; the rest count as 0"
                        % (len(per_position), k_measured))
     lengths = acceptance_lengths(per_position, k_measured)
     constant_cost = method in CONSTANT_COST_METHODS
-    preds, extra = predict(lengths, base, cand, k_measured, constant_cost)
+    preds, extra = predict(lengths, base, cand, k_measured, constant_cost, other_steps)
     ratio_at_k = preds[k_measured][1]
     scale = 1.0
     if base["throughput"] and cand["throughput"] and ratio_at_k > 0:
@@ -188,9 +254,10 @@ def choose_k(candidate, baseline, k_measured, method=None, concurrency=1, tie_to
     if speedup[best] <= 1.0:
         reasons.append("no k up to %d is predicted to beat the baseline at concurrency %d"
                        % (k_measured, concurrency))
-    if best == k_measured:
-        reasons.append("the best k is the largest measured; a larger k was not measured and may "
-                       "be faster still")
+    larger = _larger_k_may_help(lengths, base, cand, k_measured, constant_cost, extra, preds)
+    if larger:
+        reasons.append("k=%d+1 is predicted faster still if acceptance keeps falling at the rate "
+                       "measured at the last position: measure a larger k to know" % k_measured)
     return {
         "k": best,
         "k_measured": k_measured,
@@ -201,5 +268,6 @@ def choose_k(candidate, baseline, k_measured, method=None, concurrency=1, tie_to
         if base["throughput"] and cand["throughput"] else None,
         "draft_cost_ms": round(extra * 1000.0, 4),
         "beats_baseline": speedup[best] > 1.0,
+        "larger_k_may_help": larger,
         "reasons": reasons,
     }

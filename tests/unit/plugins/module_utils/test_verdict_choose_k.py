@@ -145,3 +145,10 @@ def test_bad_inputs_name_the_problem(mutate, match):
 def test_k_measured_must_be_a_positive_integer(k):
     with pytest.raises(ChooseKError, match="k_measured"):
         choose_k(_candidate(_geometric(0.7, 3), 3, 0.001), _baseline(), k)
+
+
+def test_larger_k_may_help_only_when_the_last_position_still_pays():
+    cost = 0.05 * T_BASE
+    assert choose_k(_candidate(_geometric(0.9, 3), 3, cost), _baseline(), 3)["larger_k_may_help"] is True
+    steep = [0.7, 0.2, 0.02]
+    assert choose_k(_candidate(steep, 3, cost), _baseline(), 3)["larger_k_may_help"] is False
