@@ -152,3 +152,29 @@ def test_larger_k_may_help_only_when_the_last_position_still_pays():
     assert choose_k(_candidate(_geometric(0.9, 3), 3, cost), _baseline(), 3)["larger_k_may_help"] is True
     steep = [0.7, 0.2, 0.02]
     assert choose_k(_candidate(steep, 3, cost), _baseline(), 3)["larger_k_may_help"] is False
+
+
+def test_other_rounds_bend_the_cost_curve_at_the_knee():
+    # verification turns compute bound above k=3: the probe at 6 pays for it, k=3 does not
+    rates = _geometric(0.8, 6)
+
+    def step(k):
+        return T_BASE + 0.02 * T_BASE * k + (0.1 * T_BASE * (k - 3) if k > 3 else 0.0)
+
+    def cand(k):
+        length = 1.0 + sum(rates[:k])
+        spec = {"drafts": 1000, "per_position": rates[:k]}
+        return {"runs": [_run(step(k) / length, 0.0, spec)], "spec_decode": spec}
+
+    alone = choose_k(cand(6), _baseline(), 6, tie_tolerance=0.0)
+    both = choose_k(cand(6), _baseline(), 6, tie_tolerance=0.0, others=[{"k": 3, "result": cand(3)}])
+    truth = dict((k, (1.0 + sum(rates[:k])) * T_BASE / step(k)) for k in range(1, 7))
+    assert both["predicted_speedup"]["3"] == pytest.approx(truth[3], rel=1e-3)
+    assert both["k"] == max(truth, key=truth.get)
+    assert alone["predicted_speedup"]["3"] < truth[3]  # one straight line overcharges small k
+
+
+def test_others_must_name_a_smaller_k():
+    with pytest.raises(ChooseKError, match="between 1 and k_measured - 1"):
+        choose_k(_candidate(_geometric(0.7, 3), 3, 0.001), _baseline(), 3,
+                 others=[{"k": 3, "result": _candidate(_geometric(0.7, 3), 3, 0.001)}])
