@@ -21,13 +21,21 @@ description:
 options:
   records:
     description:
-      - Per-host records with keys C(host), C(simulated), C(facts) (C(family), C(variant), C(model), C(l4t),
+      - Per-host records (as jetson.specdec.rollout writes them, see docs/architecture.md) with keys C(host), C(simulated), C(facts) (C(family), C(variant), C(model), C(l4t),
         C(jetpack), C(memory_total_bytes), C(power_mode)), C(config_before), C(config_after), C(baseline) and
         C(candidate) (vllm_bench results or lists of repeats), C(spec_decode), C(verdict), C(attempts), C(timings),
         C(status), C(error). Missing keys show as blanks.
+      - With O(read_spool=true) they are added to the spooled ones.
     type: list
     elements: dict
-    required: true
+    default: []
+  read_spool:
+    description:
+      - Also read the records the rollout spooled on the controller, C(<dest_dir>/<run_id>/hosts/*.json) (one JSON
+        object per host, the file name is not used). Every host of O(expected_hosts) without one is reported
+        unreachable (it was unreachable, or the run stopped before it).
+    type: bool
+    default: false
   dest_dir:
     description: Directory under which the run directory is created.
     type: path
@@ -66,6 +74,15 @@ attributes:
 """
 
 EXAMPLES = r"""
+- name: Rebuild the report of a rollout run from its spool
+  jetson.specdec.fleet_report:
+    read_spool: true
+    dest_dir: "{{ rollout_report_dir }}"
+    run_id: "{{ rollout_run_id }}"
+    expected_hosts: "{{ query('ansible.builtin.inventory_hostnames', 'all') }}"
+  delegate_to: localhost
+  run_once: true
+
 - name: Write the fleet report
   jetson.specdec.fleet_report:
     records: "{{ ansible_play_hosts_all | map('extract', hostvars, 'specdec_record') | select('defined') | list }}"
@@ -119,7 +136,29 @@ from ansible_collections.jetson.specdec.plugins.module_utils.record.report impor
     build_report, chart_series, render_html, render_markdown,
 )
 from ansible_collections.jetson.specdec.plugins.module_utils.common.atomic import atomic_write_text
+from ansible_collections.jetson.specdec.plugins.module_utils.record.record import with_missing
+from ansible_collections.jetson.specdec.plugins.module_utils.record.names import UnsafeName, check_path_component
 from ansible_collections.jetson.specdec.plugins.module_utils.record.state import iso, utc_now
+
+
+def read_spool(hosts_dir):
+    """The records spooled in ``hosts_dir`` (sorted by file name); ([], error) on an unreadable file."""
+    records = []
+    if not os.path.isdir(hosts_dir):
+        return records, None
+    for name in sorted(os.listdir(hosts_dir)):
+        if not name.endswith(".json"):
+            continue
+        path = os.path.join(hosts_dir, name)
+        try:
+            with open(path, "r", encoding="utf-8") as handle:
+                record = json.load(handle)
+        except (IOError, OSError, ValueError) as exc:
+            return [], "cannot read the spooled record %s: %s" % (path, exc)
+        if not isinstance(record, dict):
+            return [], "the spooled record %s is not a JSON object" % path
+        records.append(record)
+    return records, None
 
 
 def draw_chart(series):
@@ -174,7 +213,8 @@ def _changed_write(path, text, check_mode):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            records=dict(type="list", elements="dict", required=True),
+            records=dict(type="list", elements="dict", default=[]),
+            read_spool=dict(type="bool", default=False),
             dest_dir=dict(type="path", required=True),
             run_id=dict(type="str"),
             expected_hosts=dict(type="list", elements="str", default=[]),
@@ -188,11 +228,18 @@ def main():
     p = module.params
     now = utc_now()
     run_id = p["run_id"] or now.strftime("%Y%m%dT%H%M%SZ")
-    if run_id in (".", "..") or "/" in run_id or os.sep in run_id or not run_id.strip():
-        module.fail_json(msg="run_id must be a single directory name (no '/', not '.' or '..'), got %r; "
-                             "use for example a timestamp like 20260301T120000Z" % run_id)
+    try:
+        check_path_component(run_id, "run_id")
+    except UnsafeName as exc:
+        module.fail_json(msg="run_id must be a single directory name: %s" % exc)
     run_dir = os.path.join(p["dest_dir"], run_id)
-    report = build_report(p["records"], run_id, iso(now), p["expected_hosts"],
+    records = p["records"]
+    if p["read_spool"]:
+        spooled, error = read_spool(os.path.join(run_dir, "hosts"))
+        if error:
+            module.fail_json(msg=error + "; fix or remove the file and run the report again")
+        records = with_missing(spooled + records, p["expected_hosts"])
+    report = build_report(records, run_id, iso(now), p["expected_hosts"],
                           p["low_concurrency"], p["high_concurrency"])
     markdown = render_markdown(report, p["title"])
     png, note = (None, None)

@@ -13,6 +13,7 @@ __metaclass__ = type
 
 import html
 
+from ansible_collections.jetson.specdec.plugins.module_utils.record.record import normalize
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import (
     median, pool_level, pooled_acceptance,
 )
@@ -34,10 +35,10 @@ def _ratio_change(before, after, invert=False):
 
 def host_row(record, low=1, high=8):
     """Flatten one record into the numbers the tables show (None where unknown)."""
-    record = record or {}
+    record = normalize(record)  # the record's own reader (record/record.py)
     facts = record.get("facts") or {}
     verdict = record.get("verdict") or {}
-    status = record.get("status") or ("failed" if record.get("error") else "unknown")
+    status = record["status"]
     b_lo, c_lo = pool_level(record.get("baseline"), low), pool_level(record.get("candidate"), low)
     b_hi, c_hi = pool_level(record.get("baseline"), high), pool_level(record.get("candidate"), high)
     spec = record.get("spec_decode") or {}

@@ -67,3 +67,27 @@ def test_default_run_id_and_bad_run_id(tmp_path):
     assert not failed and os.path.basename(result["run_dir"]).endswith("Z")
     failed, result = run_module(fleet_report.main, {"records": [], "dest_dir": str(tmp_path), "run_id": "../x"})
     assert failed and "single directory name" in result["msg"]
+
+
+def test_reads_the_spool_and_reports_hosts_without_a_record(tmp_path):
+    hosts = tmp_path / "r2" / "hosts"
+    hosts.mkdir(parents=True)
+    (hosts / "thor-01.json").write_text(json.dumps(RECORDS[0]))
+    (hosts / "notes.txt").write_text("not a record")
+    # a host name with quotes once broke the playbook's regex-and-from_json records
+    odd = "agx-'quoted\"-01"
+    failed, result = run_module(fleet_report.main, {"read_spool": True, "dest_dir": str(tmp_path), "run_id": "r2",
+                                                    "expected_hosts": ["thor-01", odd]})
+    assert not failed, result
+    report = json.loads((tmp_path / "r2" / "report.json").read_text())
+    rows = dict((entry["row"]["host"], entry["row"]) for entry in report["hosts"])
+    assert rows["thor-01"]["decision"] == "keep"
+    assert rows[odd]["status"] == "unreachable" and "no record" in rows[odd]["error"]
+
+
+def test_an_unreadable_spooled_record_fails_naming_the_file(tmp_path):
+    hosts = tmp_path / "r3" / "hosts"
+    hosts.mkdir(parents=True)
+    (hosts / "bad.json").write_text("{not json")
+    failed, result = run_module(fleet_report.main, {"read_spool": True, "dest_dir": str(tmp_path), "run_id": "r3"})
+    assert failed and "bad.json" in result["msg"]

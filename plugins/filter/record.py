@@ -1,0 +1,74 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The rollout's per-host record, one event at a time; logic in module_utils/record/record.py."""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data import plain
+from ansible_collections.jetson.specdec.plugins.module_utils.record import record as rec
+
+EVENTS = {
+    "new": lambda r, host, run_id, jetson, facts_root="/": rec.new_record(host, run_id, jetson, facts_root),
+    "stored": rec.from_stored,
+    "lock_broken": rec.lock_broken,
+    "locked": rec.locked,
+    "touched": rec.touched,
+    "bench": rec.bench,
+    "attempt": rec.add_attempt,
+    "judged": rec.judged,
+    "refused": rec.refused,
+    "failed": rec.failed,
+    "restore_failed": rec.restore_failed,
+    "finish": rec.finish,
+}
+
+
+def rollout_record(record, event, *args, **kwargs):
+    """The record after ``event`` (see EVENTS); the input record is not changed."""
+    if event not in EVENTS:
+        raise AnsibleFilterError("jetson.specdec.rollout_record: unknown event %r; one of %s"
+                                 % (event, ", ".join(sorted(EVENTS))))
+    try:
+        return EVENTS[event](plain(record) if record else {}, *plain(list(args)), **plain(kwargs))
+    except (TypeError, rec.RecordError) as exc:
+        raise AnsibleFilterError("jetson.specdec.rollout_record(%s): %s" % (event, exc))
+
+
+def rollout_bench_result(result):
+    """The part of a vllm_bench result the record and the state file keep."""
+    return rec.bench_result(plain(result))
+
+
+def rollout_ladder(record, rungs):
+    """{next, rung, exhausted}: the fallback rung to try next (or that runs), from the failed attempts."""
+    return rec.ladder(plain(record), plain(rungs))
+
+
+def rollout_rounds(rounds, phase, which="last"):
+    """The benchmark results of one arm: the ``last`` one or ``all`` of them."""
+    if which not in ("last", "all"):
+        raise AnsibleFilterError("jetson.specdec.rollout_rounds: which must be last or all, got %r" % (which,))
+    rounds = plain(rounds)
+    return rec.last_round(rounds, phase) if which == "last" else rec.phase_results(rounds, phase)
+
+
+def rollout_verdict(record, rounds, rungs, broke, params, noise_cv, repeat_on_noise=True):
+    """The verdict of the run so far (record.run_verdict); bad thresholds fail naming the rule and the fix."""
+    try:
+        return rec.run_verdict(plain(record), plain(rounds), plain(rungs), plain(broke), plain(params), plain(noise_cv),
+                               bool(repeat_on_noise))
+    except ValueError as exc:
+        raise AnsibleFilterError("jetson.specdec.rollout_verdict: %s" % exc)
+
+
+class FilterModule(object):
+    """Record filters of jetson.specdec."""
+
+    def filters(self):
+        return {"rollout_record": rollout_record, "rollout_bench_result": rollout_bench_result,
+                "rollout_verdict": rollout_verdict, "rollout_ladder": rollout_ladder,
+                "rollout_rounds": rollout_rounds}

@@ -1,0 +1,301 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The per-host record of a rollout run: what the report, the summary callback and
+the spool on the controller read.
+
+Small pure functions, one per event of a host's rollout; each returns a new record
+and never changes its input. The rollout role reaches them through the
+``jetson.specdec.rollout_record`` filter; ``fleet_report`` and the summary callback
+read records with ``normalize``.
+"""
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import copy
+
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import next_rung
+
+# What the benchmark module returns that the record keeps (the rest is Ansible's bookkeeping).
+BENCH_KEYS = ("runs", "spec_decode", "server", "bench_warnings", "simulated", "config")
+CONNECTION_ERRORS = ("deserialization failed", "is not running", "failed to connect", "unreachable")
+NO_RECORD_ERROR = "no record: the host was unreachable, or the run stopped before it"
+FINAL_STATUSES = ("kept", "reverted", "refused", "unchanged", "planned", "failed", "unreachable")
+
+
+class RecordError(ValueError):
+    """An event the record cannot take (the message names it)."""
+
+
+def _copy(record):
+    return copy.deepcopy(dict(record or {}))
+
+
+def new_record(host, run_id, jetson, facts_root="/"):
+    """The record of a host whose facts were just read (status ``started``).
+
+    ``simulated`` is decided here, once: facts read from a sysroot (facts_root other
+    than /) only happen on simulated boards; a benchmark answered by the stand-in
+    turns it on later (``bench``).
+    """
+    jetson = jetson or {}
+    l4t = jetson.get("l4t") or {}
+    power = jetson.get("power_mode") or {}
+    return {
+        "host": host, "run_id": run_id, "simulated": (facts_root or "/") != "/", "status": "started",
+        "facts": {"family": jetson.get("family"), "variant": jetson.get("variant"), "model": jetson.get("model"),
+                  "l4t": l4t.get("release"), "jetpack": jetson.get("jetpack"),
+                  "memory_total_bytes": jetson.get("memory_total_bytes"), "power_mode": power.get("name"),
+                  "warnings": list(jetson.get("warnings") or [])},
+        "attempts": [], "reasons": [],
+    }
+
+
+def bench_result(result):
+    """The part of a vllm_bench result the record and the state file keep."""
+    return dict((k, v) for k, v in (result or {}).items() if k in BENCH_KEYS)
+
+
+def from_stored(record, stored, check_mode=False, refusal=""):
+    """The record after reading the host's state: unchanged, planned (check mode) or queued.
+
+    ``stored`` is the result of ``rollout_state state=read`` (needs_rollout,
+    needs_rollout_reason, rollout_state).
+    """
+    out = _copy(record)
+    state = stored.get("rollout_state") or {}
+    info = state.get("info") or {}
+    benchmarks = state.get("benchmarks") or {}
+    reason = stored.get("needs_rollout_reason")
+    out["previous_status"] = state.get("status")
+    if not stored.get("needs_rollout"):
+        out.update(status="unchanged", verdict=state.get("verdict"), baseline=benchmarks.get("baseline"),
+                   candidate=benchmarks.get("candidate"), config_after=info.get("config_after"),
+                   simulated=bool(info.get("simulated", False)), reasons=[reason])
+    elif check_mode:
+        # A rollout cannot be simulated (it needs two live benchmarks), so check mode only says what it would do.
+        what = "record the refusal" if refusal else "benchmark and judge speculation"
+        out.update(status="planned", config_after=info.get("config_after"),
+                   reasons=["check mode: a real run would %s (%s)" % (what, reason)] + ([refusal] if refusal else []))
+    else:
+        out.update(status="queued",
+                   reasons=["Needs a rollout (%s); the run stopped before this host was rolled out "
+                            "(max_fail_percentage) if this record is still here." % reason])
+    return out
+
+
+def lock_broken(record, lock):
+    """Note the lock of an interrupted run this run cleared (rollout_break_lock)."""
+    out = _copy(record)
+    if lock:
+        out["lock_broken"] = lock
+    return out
+
+
+def locked(record, lock, stored, refusal=""):
+    """Under the lock, the state read again: the lock this run broke (if any), and a host another
+    run converged in the meantime (unchanged) or one whose speculation is refused."""
+    out = lock_broken(record, lock)
+    if not stored.get("needs_rollout"):
+        return from_stored(out, stored)
+    return refused(out, refusal) if refusal else out
+
+
+def touched(record, stored):
+    """The run changes the host from here on: what ran before, and whether a pending run is resumed."""
+    state = (stored or {}).get("rollout_state") or {}
+    out = _copy(record)
+    out.update(config_before=(state.get("info") or {}).get("config_after") or "none recorded",
+               resumed_pending=state.get("status") == "pending")
+    return out
+
+
+def bench(record, rounds):
+    """The benchmark rounds so far ([{phase, result}]): a stand-in that answered one
+    (X-Jetson-Simulated) makes the record simulated."""
+    out = _copy(record)
+    out["simulated"] = bool(out.get("simulated")) or any(bool((r.get("result") or {}).get("simulated"))
+                                                         for r in rounds or [])
+    return out
+
+
+def last_round(rounds, phase):
+    """The latest benchmark of ``phase`` (baseline or candidate), or None."""
+    results = [r.get("result") for r in rounds or [] if r.get("phase") == phase]
+    return results[-1] if results else None
+
+
+def phase_results(rounds, phase):
+    """Every benchmark of ``phase``, in order (the verdict pools repeats)."""
+    return [r.get("result") for r in rounds or [] if r.get("phase") == phase]
+
+
+def ladder(record, rungs):
+    """Where the fallback ladder stands: the first rung, or the rung the last failed attempt
+    named as next (that one runs once it started). The last rung (speculation off) is never
+    "tried": it is the baseline. Returns {next: rung index, rung: that rung or None, exhausted}."""
+    rungs = list(rungs or [])
+    failed = [a for a in (record or {}).get("attempts") or [] if a.get("result") == "failed"]
+    index = failed[-1].get("next_rung", failed[-1].get("rung", -1) + 1) if failed else 0
+    tried = rungs[:-1]
+    rung = next((r for r in tried if r.get("rung") == index), None)
+    return {"next": index, "rung": rung, "exhausted": rung is None}
+
+
+def add_attempt(record, rung, started, cause=None, message=None, rungs=None, headroom=None):
+    """One rung of the fallback ladder started or failed (with its classified cause).
+
+    A failed rung also records the rung to try next and why (launch/ladder.py decides it
+    from the cause: memory walks down the ladder, a rejected config goes straight to off).
+    """
+    out = _copy(record)
+    label = rung.get("label")
+    attempt = {"rung": rung.get("rung"), "label": label, "result": "started" if started else "failed"}
+    if started:
+        attempt["summary"] = "Rung %s (%s) started." % (rung.get("rung"), label)
+    else:
+        attempt.update(cause=cause or "unknown",
+                       summary="Rung %s (%s) failed: %s." % (rung.get("rung"), label, cause or "unknown"),
+                       message=str(message or "")[:1500])
+        if rungs:
+            step = next_rung(rungs, rung.get("rung"), cause or "unknown", message, headroom)
+            attempt.update(next_rung=step["rung"], next=step["why"])
+    out["attempts"] = list(out.get("attempts") or []) + [attempt]
+    return out
+
+
+def ladder_exhausted_verdict(record):
+    """The verdict when no rung of the ladder started: speculation off, flagged (with why the ladder stopped)."""
+    attempts = record.get("attempts") or []
+    last_why = [attempts[-1]["next"]] if attempts and attempts[-1].get("next") else []
+    return {"decision": "revert", "action": "revert", "flagged": True,
+            "reasons": ["No speculative configuration started; every rung of the fallback ladder failed, so "
+                        "speculation is off."] + [a.get("summary") for a in attempts] + last_why}
+
+
+def broken_candidate_verdict(message):
+    """The verdict when the candidate crashed or stalled while it was measured."""
+    return {"decision": "revert", "action": "revert", "flagged": True,
+            "reasons": ["The speculative server failed during its benchmark, so it is reverted: %s"
+                        % str(message or "benchmark failed")[:1500]]}
+
+
+def run_verdict(record, rounds, rungs, broke, params, noise_cv, repeat_on_noise=True):
+    """The verdict of the run so far, the one place it is decided.
+
+    No rung started: revert (flagged). The candidate broke during its benchmark: revert
+    (flagged). Otherwise the acceptance rule (verdict/rule.py) on the benchmarks, the
+    repeats pooled; ``repeat`` only while a repeat is still allowed.
+    """
+    from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import spec_verdict
+
+    if ladder(record, rungs)["exhausted"]:
+        return ladder_exhausted_verdict(record)
+    if broke:
+        return broken_candidate_verdict(broke)
+    baseline, candidate = phase_results(rounds, "baseline"), phase_results(rounds, "candidate")
+    final = len(candidate) > 1 or not repeat_on_noise
+    # one run each goes in as it is (the rule's single-run path), repeats as lists
+    return spec_verdict(baseline[-1] if len(baseline) == 1 else baseline,
+                        candidate[-1] if len(candidate) == 1 else candidate,
+                        noise_cv=noise_cv, final=final, **params)
+
+
+def judged(record, verdict, rounds, rung, stored):
+    """The verdict is in: kept (the candidate runs) or reverted (the baseline runs).
+
+    ``rung`` is the rung that started (None when the ladder ended with speculation off);
+    the record keeps the latest benchmark of each arm.
+    """
+    if not isinstance(verdict, dict) or verdict.get("action") not in ("keep", "revert"):
+        raise RecordError("the verdict must have action keep or revert, got %r" % (verdict,))
+    kept = verdict["action"] == "keep"
+    out = touched(bench(record, rounds), stored)
+    if rung:
+        out = add_attempt(out, rung, True)
+    candidate = last_round(rounds, "candidate")
+    out.update(status="kept" if kept else "reverted", verdict=verdict, reasons=list(verdict.get("reasons") or []),
+               baseline=last_round(rounds, "baseline"), candidate=candidate,
+               spec_decode=(candidate or {}).get("spec_decode"),
+               config_after=(rung or {}).get("label") if kept else "baseline")
+    return out
+
+
+def refused(record, refusal):
+    """Speculation is refused on this host: one reason per rule (the first line names the host)."""
+    lines = str(refusal or "refused").split("\n")
+    out = _copy(record)
+    out.update(status="refused", reasons=lines[1:] or lines)
+    return out
+
+
+def is_connection_failure(message):
+    text = str(message or "").lower()
+    return any(error in text for error in CONNECTION_ERRORS)
+
+
+def failed(record, error, failed_task="", host=None, run_id=None, jetson=None, facts_root="/",
+           unreachable=False, stored=None, rounds=None):
+    """The run failed on this host.
+
+    Without a record yet: with the board's facts (``jetson``) the record starts from them;
+    without them the first module never answered, and ``unreachable`` or a connection error
+    in the message makes the host ``unreachable`` (a stopped container under the docker
+    connection fails this way instead of being reported unreachable). ``stored`` is given
+    once the run changed the host: the record then says what ran before, and that the
+    baseline is being put back (``restore_failed`` corrects it).
+    """
+    if record:
+        out = _copy(record)
+    elif jetson:
+        out = new_record(host, run_id, jetson, facts_root)
+    else:
+        out = {"host": host, "run_id": run_id, "attempts": [], "reasons": []}
+    no_answer = not record and not jetson and (bool(unreachable) or is_connection_failure(error))
+    out = bench(out, rounds) if rounds else out
+    if stored is not None:
+        out = touched(out, stored)
+        out["config_after"] = "baseline"
+    out.update(status="unreachable" if no_answer else "failed", error=str(error or "unknown failure"),
+               failed_task=failed_task or "")
+    return out
+
+
+def restore_failed(record, error=None):
+    """After a failure the baseline did not come back either: what runs is unknown."""
+    out = _copy(record)
+    out.update(config_after="unknown", error="%s Restoring the baseline failed too: %s"
+               % (out.get("error") or "", str(error or "unknown failure")[:1000]))
+    return out
+
+
+def finish(record, started, now):
+    """The record as published: with the host's wall time."""
+    out = _copy(record)
+    try:
+        seconds = round(float(now) - float(started), 1)
+    except (TypeError, ValueError):
+        seconds = None
+    out["timings"] = {"seconds": seconds}
+    return out
+
+
+def no_record(host):
+    """The record of an expected host that never spooled one."""
+    return {"host": host, "status": "unreachable", "error": NO_RECORD_ERROR}
+
+
+def normalize(record):
+    """A record as its readers see it: a status always, ``simulated`` a bool."""
+    out = dict(record or {})
+    out["status"] = out.get("status") or ("failed" if out.get("error") else "unknown")
+    out["simulated"] = bool(out.get("simulated"))
+    return out
+
+
+def with_missing(records, expected_hosts):
+    """Every record, plus a no-record entry for each expected host without one (order: records, then missing)."""
+    records = [normalize(r) for r in records or []]
+    seen = set(r.get("host") for r in records)
+    return records + [no_record(h) for h in expected_hosts or [] if h not in seen]

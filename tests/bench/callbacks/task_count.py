@@ -1,0 +1,58 @@
+"""Counts the tasks every host runs (for tests/bench/rollout_cost.py).
+
+A notification callback: per host, how many task results it produced (ok, changed,
+failed, skipped, unreachable) and how many task files it included. Written as JSON
+to $SPECDEC_TASK_COUNT_FILE when the playbook ends.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+from collections import defaultdict
+
+from ansible.plugins.callback import CallbackBase
+
+DOCUMENTATION = """
+name: task_count
+type: aggregate
+short_description: per-host task counts for the rollout cost measurement
+description: Writes per-host task result counts to $SPECDEC_TASK_COUNT_FILE.
+"""
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "task_count"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def __init__(self):
+        super(CallbackModule, self).__init__()
+        self.counts = defaultdict(lambda: defaultdict(int))
+
+    def _count(self, result, kind):
+        self.counts[result._host.get_name()][kind] += 1
+
+    def v2_runner_on_ok(self, result):
+        self._count(result, "ok")
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._count(result, "failed")
+
+    def v2_runner_on_skipped(self, result):
+        self._count(result, "skipped")
+
+    def v2_runner_on_unreachable(self, result):
+        self._count(result, "unreachable")
+
+    def v2_playbook_on_include(self, included_file):
+        for host in included_file._hosts:
+            self.counts[host.get_name()]["included"] += 1
+
+    def v2_playbook_on_stats(self, stats):
+        path = os.environ.get("SPECDEC_TASK_COUNT_FILE")
+        if path:
+            with open(path, "w") as handle:
+                json.dump(dict((h, dict(c)) for h, c in self.counts.items()), handle, indent=1, sort_keys=True)

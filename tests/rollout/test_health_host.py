@@ -1,0 +1,55 @@
+"""vLLM bound to a LAN address: the rollout talks to the URL of the launch plan.
+
+The board's vLLM listens on the container's own network address, not on loopback
+(vllm_server_host and vllm_server_health_host). Before the launch plan was published,
+the rollout's benchmarks and health checks hard-coded 127.0.0.1 and this host failed
+after a passing deploy.
+"""
+import json
+import os
+import subprocess
+
+import pytest
+
+from harness import assert_state, board
+
+PREFIX = "specdec-hh-"
+HOST = "hh-lan"
+
+
+def container_address(fleet, host):
+    out = subprocess.run(["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}",
+                          fleet.container(host)], check=True, capture_output=True, text=True, timeout=60).stdout
+    return out.split()[0]
+
+
+@pytest.fixture(scope="module")
+def fleet(make_fleet):
+    fleet = make_fleet(PREFIX, [board(HOST, "thor-01")])
+    fleet.address = container_address(fleet, HOST)
+    host_vars = os.path.join(fleet.inventory, "host_vars")
+    os.makedirs(host_vars, exist_ok=True)
+    with open(os.path.join(host_vars, HOST + ".yml"), "w") as handle:
+        json.dump({"vllm_server_host": fleet.address, "vllm_server_health_host": fleet.address}, handle)
+    fleet.first = fleet.run("playbooks/rollout.yml", rollout_run_id="lan")
+    return fleet
+
+
+def test_rollout_on_a_lan_address_keeps_the_candidate(fleet):
+    rc, out, dummy = fleet.first
+    assert rc == 0, out[-3000:]
+    assert_state(fleet, HOST, "kept", "keep")
+    assert fleet.report_rows("lan")[HOST]["status"] == "kept"
+
+
+def test_the_unit_listens_on_the_lan_address_only(fleet):
+    unit = fleet.unit(HOST)
+    assert "--host %s" % fleet.address in unit and "--speculative-config" in unit
+    # nothing answers on loopback: every benchmark and health check of the run used the plan's URL
+    assert fleet.models(HOST) is None
+    script = ("import json,urllib.request\n"
+              "r=urllib.request.urlopen('http://%s:8000/v1/models',timeout=10)\n"
+              "print(len(json.load(r)['data']))\n" % fleet.address)
+    proc = subprocess.run(["docker", "exec", fleet.container(HOST), "python3", "-c", script],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0 and int(proc.stdout) >= 1, proc.stderr

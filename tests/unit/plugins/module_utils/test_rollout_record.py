@@ -1,0 +1,170 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The per-host rollout record (record/record.py) and its filter."""
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.jetson.specdec.plugins.filter.record import FilterModule
+from ansible_collections.jetson.specdec.plugins.module_utils.record import record as rec
+
+JETSON = {"family": "thor", "variant": "t5000", "model": "NVIDIA Jetson AGX Thor", "l4t": {"release": "39.2"},
+          "jetpack": "7.1", "memory_total_bytes": 128 * 2 ** 30, "power_mode": {"name": "MAXN"}, "warnings": ["w"]}
+RUNGS = [{"rung": 0, "label": "eagle3 at utilization 0.70", "step": "planned"},
+         {"rung": 1, "label": "eagle3 at utilization 0.65", "step": "lower_utilization"},
+         {"rung": 2, "label": "ngram at utilization 0.65", "step": "smaller_speculation"},
+         {"rung": 3, "label": "speculation off (baseline)", "step": "off", "vllm_server_speculation": False}]
+PARAMS = {"keep_throughput_gain": 0.3, "keep_tpot_drop": 0.2, "revert_throughput_gain": 0.1,
+          "c8_regression_tolerance": 0.0, "marginal_action": "keep", "z": 2.0, "low_concurrency": 1,
+          "high_concurrency": 8}
+
+
+def bench(tok_s, tpot, c8=400.0, simulated=False):
+    return {"runs": [{"concurrency": 1, "throughput_tok_s": tok_s, "tpot_ms_p50": tpot, "failed": 0},
+                     {"concurrency": 8, "throughput_tok_s": c8, "tpot_ms_p50": 60.0, "failed": 0}],
+            "simulated": simulated}
+
+
+def stored(needs, status="kept", reason="config changed"):
+    return {"needs_rollout": needs, "needs_rollout_reason": reason,
+            "rollout_state": {"status": status, "verdict": {"decision": "keep"},
+                              "benchmarks": {"baseline": bench(20, 50), "candidate": bench(30, 30)},
+                              "info": {"config_after": "eagle3 at utilization 0.70", "simulated": True}}}
+
+
+def test_new_record_decides_simulated_once_from_the_facts_root():
+    real = rec.new_record("h", "run", JETSON, "/")
+    assert real["simulated"] is False and real["status"] == "started"
+    assert real["facts"] == {"family": "thor", "variant": "t5000", "model": "NVIDIA Jetson AGX Thor", "l4t": "39.2",
+                             "jetpack": "7.1", "memory_total_bytes": 128 * 2 ** 30, "power_mode": "MAXN",
+                             "warnings": ["w"]}
+    assert rec.new_record("h", "run", JETSON, "/opt/jetson-sim/root")["simulated"] is True
+
+
+def test_a_benchmark_answered_by_the_stand_in_makes_the_record_simulated():
+    record = rec.new_record("h", "run", JETSON)
+    assert rec.bench(record, [{"phase": "baseline", "result": bench(1, 1, simulated=True)}])["simulated"] is True
+    assert rec.bench(record, [{"phase": "baseline", "result": bench(1, 1)}])["simulated"] is False
+    assert record["simulated"] is False  # inputs are never changed
+
+
+def test_converged_host_is_unchanged_with_the_stored_results():
+    out = rec.from_stored(rec.new_record("h", "run", JETSON), stored(False, reason="converged"))
+    assert out["status"] == "unchanged" and out["previous_status"] == "kept"
+    assert out["config_after"] == "eagle3 at utilization 0.70" and out["simulated"] is True
+    assert out["reasons"] == ["converged"] and out["candidate"] == bench(30, 30)
+
+
+def test_check_mode_says_what_a_real_run_would_do():
+    out = rec.from_stored(rec.new_record("h", "run", JETSON), stored(True), check_mode=True)
+    assert out["status"] == "planned"
+    assert out["reasons"] == ["check mode: a real run would benchmark and judge speculation (config changed)"]
+    refused = rec.from_stored(rec.new_record("h", "run", JETSON), stored(True), True, "refused h:\nfamily: no")
+    assert refused["reasons"][0].startswith("check mode: a real run would record the refusal")
+    assert refused["reasons"][1] == "refused h:\nfamily: no"
+
+
+def test_a_host_that_needs_a_rollout_is_queued():
+    out = rec.from_stored(rec.new_record("h", "run", JETSON), stored(True))
+    assert out["status"] == "queued" and "config changed" in out["reasons"][0]
+
+
+def test_under_the_lock_refusal_gives_one_reason_per_rule():
+    out = rec.locked(rec.new_record("h", "run", JETSON), {"owner": "old"}, stored(True),
+                     "vllm_server preflight refused h (nothing was changed):\nfamily.x: no\nmemory.y: no")
+    assert out["status"] == "refused" and out["reasons"] == ["family.x: no", "memory.y: no"]
+    assert out["lock_broken"] == {"owner": "old"}
+    assert rec.locked(rec.new_record("h", "run", JETSON), None, stored(False), "")["status"] == "unchanged"
+    assert "lock_broken" not in rec.locked(rec.new_record("h", "run", JETSON), None, stored(True), "")
+
+
+def test_ladder_starts_at_the_planned_rung_and_walks_down_on_out_of_memory():
+    record = rec.new_record("h", "run", JETSON)
+    assert rec.ladder(record, RUNGS) == {"next": 0, "rung": RUNGS[0], "exhausted": False}
+    record = rec.add_attempt(record, RUNGS[0], False, "out_of_memory", "CUDA out of memory", rungs=RUNGS)
+    assert record["attempts"][-1]["next_rung"] == 1 and record["attempts"][-1]["result"] == "failed"
+    assert rec.ladder(record, RUNGS)["rung"] == RUNGS[1]
+
+
+def test_rejected_config_ends_the_ladder_at_once():
+    record = rec.add_attempt(rec.new_record("h", "run", JETSON), RUNGS[0], False, "rejected_speculative_config",
+                             "error: unrecognized speculative config", rungs=RUNGS)
+    state = rec.ladder(record, RUNGS)
+    assert state["exhausted"] and state["rung"] is None
+    verdict = rec.ladder_exhausted_verdict(record)
+    assert verdict["action"] == "revert" and verdict["flagged"]
+    assert "Rung 0 (eagle3 at utilization 0.70) failed: rejected_speculative_config." in verdict["reasons"]
+    assert verdict["reasons"][-1] == record["attempts"][-1]["next"]
+
+
+def test_run_verdict_is_decided_in_one_place():
+    record = rec.new_record("h", "run", JETSON)
+    better = [{"phase": "baseline", "result": bench(20, 50)}, {"phase": "candidate", "result": bench(30, 30)}]
+    assert rec.run_verdict(record, better, RUNGS, None, PARAMS, 0.03)["action"] == "keep"
+    broke = rec.run_verdict(record, better, RUNGS, "stalled", PARAMS, 0.03)
+    assert broke["action"] == "revert" and "stalled" in broke["reasons"][0]
+    # within the noise band: repeat while allowed, a final decision on the pooled repeats after
+    close = [{"phase": "baseline", "result": bench(20, 50)}, {"phase": "candidate", "result": bench(25.8, 40.3)}]
+    first = rec.run_verdict(record, close, RUNGS, None, PARAMS, 0.03)
+    assert first["decision"] == "repeat"
+    assert rec.run_verdict(record, close, RUNGS, None, PARAMS, 0.03, repeat_on_noise=False)["decision"] != "repeat"
+    pooled = close + [{"phase": "candidate", "result": bench(25.9, 40.1)}, {"phase": "baseline", "result": bench(20, 50)}]
+    assert rec.run_verdict(record, pooled, RUNGS, None, PARAMS, 0.03)["decision"] != "repeat"
+
+
+def test_judged_record_keeps_the_last_benchmark_of_each_arm_and_the_started_rung():
+    rounds = [{"phase": "baseline", "result": bench(20, 50)}, {"phase": "candidate", "result": bench(30, 30)},
+              {"phase": "candidate", "result": bench(31, 29, simulated=True)}, {"phase": "baseline", "result": bench(21, 49)}]
+    verdict = {"decision": "keep", "action": "keep", "reasons": ["faster"]}
+    out = rec.judged(rec.new_record("h", "run", JETSON), verdict, rounds, RUNGS[1], stored(True, status="pending"))
+    assert out["status"] == "kept" and out["config_after"] == RUNGS[1]["label"]
+    assert out["baseline"] == bench(21, 49) and out["candidate"]["runs"][0]["throughput_tok_s"] == 31
+    assert out["simulated"] is True and out["resumed_pending"] is True
+    assert out["config_before"] == "eagle3 at utilization 0.70"
+    assert out["attempts"][-1]["result"] == "started" and out["reasons"] == ["faster"]
+    reverted = rec.judged(rec.new_record("h", "run", JETSON), {"decision": "revert", "action": "revert"}, rounds,
+                          None, stored(True))
+    assert reverted["status"] == "reverted" and reverted["config_after"] == "baseline" and reverted["attempts"] == []
+    with pytest.raises(rec.RecordError, match="keep or revert"):
+        rec.judged({}, {"decision": "repeat"}, rounds, None, stored(True))
+
+
+def test_failure_without_an_answer_is_unreachable_and_with_facts_is_failed():
+    gone = rec.failed(None, "Failed to connect to the host via docker", "Read the board's facts", host="h", run_id="r")
+    assert gone["status"] == "unreachable" and gone["host"] == "h" and gone["failed_task"] == "Read the board's facts"
+    assert rec.failed(None, "boom", host="h", run_id="r", unreachable=True)["status"] == "unreachable"
+    assert rec.failed(None, "boom", host="h", run_id="r")["status"] == "failed"
+    with_facts = rec.failed(None, "unreachable? no: a bad setting", host="h", run_id="r", jetson=JETSON)
+    assert with_facts["status"] == "failed" and with_facts["facts"]["family"] == "thor"
+
+
+def test_failure_after_the_host_changed_records_what_ran_and_the_restore():
+    record = rec.failed(rec.new_record("h", "run", JETSON), "bench died", "Benchmark", stored=stored(True))
+    assert record["status"] == "failed" and record["config_after"] == "baseline"
+    assert record["config_before"] == "eagle3 at utilization 0.70"
+    lost = rec.restore_failed(record, "unit failed")
+    assert lost["config_after"] == "unknown" and lost["error"] == "bench died Restoring the baseline failed too: unit failed"
+
+
+def test_finish_adds_the_wall_time():
+    assert rec.finish({"host": "h"}, "100.0", 112.34)["timings"] == {"seconds": 12.3}
+
+
+def test_missing_hosts_get_a_no_record_entry_whatever_their_name():
+    records = rec.with_missing([{"host": "a", "status": "kept"}], ["a", "b'quote\"d", "c"])
+    assert [r["host"] for r in records] == ["a", "b'quote\"d", "c"]
+    assert records[1] == {"host": "b'quote\"d", "status": "unreachable", "error": rec.NO_RECORD_ERROR}
+
+
+def test_filter_dispatches_events_and_names_an_unknown_one():
+    filters = FilterModule().filters()
+    record = filters["rollout_record"]({}, "new", "h", "r", JETSON, "/")
+    assert filters["rollout_record"](record, "refused", "x:\nrule: no")["reasons"] == ["rule: no"]
+    with pytest.raises(AnsibleFilterError, match="unknown event 'nope'"):
+        filters["rollout_record"](record, "nope")
+    assert filters["rollout_bench_result"]({"runs": [], "changed": False, "invocation": {}}) == {"runs": []}
+    rounds = [{"phase": "baseline", "result": {"n": 1}}, {"phase": "baseline", "result": {"n": 2}}]
+    assert filters["rollout_rounds"](rounds, "baseline") == {"n": 2}
+    assert filters["rollout_rounds"](rounds, "baseline", "all") == [{"n": 1}, {"n": 2}]
+    with pytest.raises(AnsibleFilterError, match="noise_cv|non-negative"):
+        filters["rollout_verdict"](record, [], RUNGS, None, PARAMS, -1)
