@@ -5,6 +5,7 @@ checks the definition against the collection: schema version, ansible-core range
 meta/runtime.yml and requirements.txt, ansible-runner, the controller-side Python
 requirements of the plugins, and the step that installs this collection's tarball.
 """
+import ast
 import os
 import re
 
@@ -69,8 +70,13 @@ def test_python_requirements_of_the_plugins(ee):
         for name in files:
             if name.endswith(".py"):
                 with open(os.path.join(base, name)) as handle:
-                    for module in re.findall(r"^\s*(?:import|from)\s+([A-Za-z_][A-Za-z0-9_]*)", handle.read(), re.M):
-                        third_party.add(module)
+                    tree = ast.parse(handle.read())
+                # The parsed imports, not lines that start with "from" (a docstring may).
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Import):
+                        third_party.update(alias.name.split(".")[0] for alias in node.names)
+                    elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                        third_party.add(node.module.split(".")[0])
     import sys
     stdlib = set(sys.stdlib_module_names) | {"ansible", "ansible_collections", "__future__"}
     missing = sorted(m.lower() for m in third_party - stdlib if m.lower() not in names)
