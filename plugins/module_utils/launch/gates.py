@@ -120,6 +120,8 @@ def _check_container_runtime(inp, refusals):
     """The unit runs `docker run --runtime nvidia`: Docker must list that runtime (jetson_facts)."""
     wanted = inp.get("container_runtime")
     present = inp.get("nvidia_runtime_present")
+    if isinstance(present, str):  # a templated fact: "True" / "False" / "" (unknown)
+        present = {"true": True, "false": False}.get(present.strip().lower())
     if inp.get("runtime") != "container" or wanted != "nvidia" or present is None or present:
         return
     _refuse(refusals, "runtime.nvidia_container_runtime_missing",

@@ -22,7 +22,8 @@ from ansible_collections.jetson.specdec.plugins.module_utils.launch.rules import
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import SpecConfigError
 
 ARGV_BUILDERS = {"native": native_argv, "container": container_argv}
-OPTIONAL_INTS = ("l4t_major", "k", "expected_concurrency", "max_spec_concurrency", "draft_tensor_parallel_size")
+OPTIONAL_INTS = ("l4t_major", "l4t_minor", "k", "expected_concurrency", "max_spec_concurrency",
+                 "draft_tensor_parallel_size")
 
 
 class LaunchPlanError(ValueError):
