@@ -232,6 +232,11 @@ def report(cases, round_cv):
     print("| extra candidate rounds per host: mean / max | %.2f / %d | max <= 2 |"
           % (sum(extras) / float(n), max(extras)))
     print("| hosts with 0 / 1 / 2 extra rounds | %d / %d / %d | |" % tuple(extras.count(i) for i in range(3)))
+    low = min(cases, key=lambda c: c["picked_speedup"] / c["fixed_speedup"])
+    print("")
+    print("Worst against the fixed k: %s %s %s %s x%g: fixed k=%d %.3f, picked k=%d %.3f (predicted k=%d)"
+          % (low["board"], low["target"], low["draft"], low["curve"], low["overhead"], low["k0"],
+             low["fixed_speedup"], low["picked"], low["picked_speedup"], low["predicted"]))
     misses = sorted((c for c in cases if c not in within),
                     key=lambda c: c["picked_speedup"] / c["oracle_speedup"])
     if misses:
