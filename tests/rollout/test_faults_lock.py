@@ -9,6 +9,9 @@
 * long run: a run whose total time exceeds rollout_lock_timeout keeps its lock
   with heartbeats (state=refresh between steps); a second controller that
   arrives after the timeout is still refused.
+* connection drop: every connection to the candidate drops mid-benchmark (the
+  server restarts under the client, as behind a proxy that resets); the run
+  ends with a verdict, not a traceback.
 
 Each ends with the host serving its last good config, a consistent state file
 and no lock left.
@@ -22,7 +25,8 @@ import pytest
 from harness import LOCK, REPO, assert_serving, assert_state, board, recap
 
 PREFIX = "specdec-fl-"
-BOARDS = [board("fl-same", "thor-01"), board("fl-stale", "thor-01"), board("fl-long", "agx-01")]
+BOARDS = [board("fl-same", "thor-01"), board("fl-stale", "thor-01"), board("fl-long", "agx-01"),
+          board("fl-drop", "thor-01")]
 STALE = {"owner": "crashed", "controller": "gone", "token": "0" * 32, "started_at": "2020-01-01T00:00:00Z",
          "refreshed_at": "2020-01-01T00:00:00Z", "timeout": 3600, "pid": 1}
 
@@ -120,3 +124,29 @@ def test_a_long_run_keeps_its_lock_past_the_timeout(fleet):
     assert state["status"] in ("kept", "reverted") and state["info"]["run_id"] == "long", state
     assert_state(fleet, host, state["status"])
     assert_serving(fleet, host, speculative=state["status"] == "kept")
+
+
+def test_connections_dropping_mid_benchmark(fleet):
+    host = "fl-drop"
+    log = "%s/%s.log" % (fleet.workdir, host)
+    proc = start_logged(fleet, log, "--limit", host, rollout_run_id="drop", rollout_bench_num_prompts=32)
+    deadline = time.time() + 900
+    # the candidate is up and answering: its benchmark starts now
+    while not (fleet.speculative(host) and fleet.active(host) == "active" and fleet.models(host)):
+        assert proc.poll() is None and time.time() < deadline, "the run ended before the candidate served"
+        time.sleep(0.5)
+    time.sleep(3)
+    dropped = proc.poll() is None
+    fleet.sh(host, "systemctl restart vllm", check=True)
+    proc.wait(timeout=1500)
+    with open(log) as handle:
+        out = handle.read()
+    assert dropped, "the run ended before the connections were dropped"
+    assert proc.returncode == 0, out[-4000:]
+    assert "Traceback" not in out and "setsockopt" not in out
+    state = fleet.state(host)
+    assert state["status"] in ("kept", "reverted"), state
+    assert_state(fleet, host, state["status"])
+    assert_serving(fleet, host, speculative=state["status"] == "kept")
+    row = fleet.report_rows("drop")[host]
+    assert row["decision"] in ("keep", "revert"), row
