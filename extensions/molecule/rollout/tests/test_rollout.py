@@ -26,7 +26,7 @@ def state(host):
 
 def test_state_file(host, state, expected):
     status, decision, _spec = expected
-    assert host.file(STATE).mode == 0o644
+    assert host.file(STATE).mode == 0o640  # never world-readable (issue 18)
     assert state["status"] == status
     assert state["verdict"]["decision"] == decision
     assert len(state["config_hash"]) == 64
