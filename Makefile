@@ -17,12 +17,12 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 STAGE := tests/stage.sh
 MOLECULE_SCENARIOS ?= facts vllm_server rollout
 
-.PHONY: help venv collection-path unit lint sanity testbed molecule integration real-lane release-check test demo demo-down clean
+.PHONY: help venv collection-path unit unit-integration lint sanity testbed molecule integration real-lane release-check test demo demo-down clean
 
 help:
 	@echo "make demo      run the rollout on an embedded simulated fleet and print the report"
 	@echo "make test      unit + lint + sanity + molecule + real vLLM lane (prints stage times)"
-	@echo "make unit | lint | sanity | molecule | integration | real-lane | release-check | demo-down | clean"
+	@echo "make unit | unit-integration | lint | sanity | molecule | integration | real-lane | release-check | demo-down | clean"
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -36,8 +36,13 @@ collection-path:
 	@mkdir -p $(dir $(COLL_LINK))
 	@ln -sfn $(CURDIR) $(COLL_LINK)
 
+# unit: pure and fast (no process, no server); unit-integration: the tests that start
+# processes or loopback servers (target Pythons, the vLLM stand-ins, module runs).
 unit: venv collection-path
-	$(BIN)/pytest -q tests/unit tests/simulator/tests
+	$(BIN)/pytest -q tests/unit
+
+unit-integration: venv collection-path
+	$(BIN)/pytest -q tests/integration_py tests/simulator/tests
 
 lint: venv collection-path
 	$(BIN)/yamllint -s .
@@ -86,6 +91,7 @@ release-check: venv
 test: venv collection-path
 	@rm -f .cache/stage-times.txt
 	@$(STAGE) unit $(MAKE) --no-print-directory unit
+	@$(STAGE) unit-integration $(MAKE) --no-print-directory unit-integration
 	@$(STAGE) lint $(MAKE) --no-print-directory lint
 	@$(STAGE) sanity $(MAKE) --no-print-directory sanity
 	@$(STAGE) molecule $(MAKE) --no-print-directory molecule

@@ -1,8 +1,4 @@
-"""Readiness probes and crash-loop detection of the vllm_wait module."""
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
-
+"""Readiness probes and crash-loop detection of the vllm_wait module (no server; tests/integration_py has the HTTP ones)."""
 import pytest
 
 from ansible_collections.jetson.specdec.plugins.module_utils.vllm.health import (
@@ -14,38 +10,6 @@ from ansible_collections.jetson.specdec.plugins.module_utils.vllm.health import 
     split_url,
     unit_verdict,
 )
-
-
-class _Handler(BaseHTTPRequestHandler):
-    def do_GET(self):  # noqa: N802 (http.server API)
-        if self.path == "/v1/models" and self.headers.get("Authorization") != "Bearer k":
-            self.send_response(401)
-            self.end_headers()
-            return
-        body = json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture()
-def server():
-    httpd = HTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield "http://127.0.0.1:%d" % httpd.server_address[1]
-    httpd.shutdown()
-    httpd.server_close()
-
-
-def test_http_get_with_and_without_the_key(server):
-    status, body = http_get(server, "/v1/models", api_key="k")
-    assert status == 200 and served_models(body) == ["m"]
-    assert http_get(server, "/v1/models")[0] == 401
 
 
 def test_http_get_to_a_closed_port_does_not_raise():

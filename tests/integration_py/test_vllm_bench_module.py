@@ -5,7 +5,7 @@ import pytest
 
 from ansible_collections.jetson.specdec.plugins.modules import vllm_bench
 from ansible_collections.jetson.specdec.tests.unit.plugins.modules.utils import run_module
-from ansible_collections.jetson.specdec.tests.unit.plugins.module_utils.bench_fake_vllm import FakeVLLM
+from ansible_collections.jetson.specdec.tests.integration_py.fake_vllm import FakeVLLM
 
 
 def _args(srv, **kw):

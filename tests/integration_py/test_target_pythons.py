@@ -32,7 +32,7 @@ from ansible_collections.jetson.specdec.tests.unit.plugins.module_utils.test_jet
 from ansible_collections.jetson.specdec.tests.unit.plugins.modules.test_spec_headroom import (
     CATALOG, EAGLE, FP4, NANO_TOTAL, THOR_TOTAL)
 # ``sim`` is a fixture: importing it makes it available to the tests here.
-from ansible_collections.jetson.specdec.tests.unit.plugins.modules.test_vllm_bench_simulator import (  # noqa: F401 pylint: disable=unused-import
+from ansible_collections.jetson.specdec.tests.integration_py.test_vllm_bench_simulator import (  # noqa: F401 pylint: disable=unused-import
     STEP_S, sim)
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))

@@ -16,7 +16,7 @@ import pytest
 from ansible_collections.jetson.specdec.plugins.modules import vllm_bench
 from ansible_collections.jetson.specdec.tests.unit.plugins.modules.utils import run_module
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SIM_BIN = os.path.join(REPO, "tests", "simulator", "bin", "vllm")
 TARGET = "bench/sim-target"
 STEP_S = 0.005

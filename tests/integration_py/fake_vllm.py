@@ -1,9 +1,16 @@
-"""A tiny fault-injecting stand-in for vLLM's OpenAI server, for unit tests.
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""The one in-process stand-in for vLLM's OpenAI server in the integration tests.
 
-Loopback only, stdlib only, one thread per connection.  Streams one SSE
-chunk per ``step_s`` carrying ``tokens_per_chunk`` tokens, so ground truth is
-known: TPOT = step_s / tokens_per_chunk, ITL = step_s, TTFT ~ prefill_s.
-``fault`` picks one misbehaviour for the streaming endpoints.
+Loopback only, stdlib only, one thread per connection.  Serves /health,
+/version, /v1/models and /metrics, and streams completions: one SSE chunk per
+``step_s`` carrying ``tokens_per_chunk`` tokens, so ground truth is known:
+TPOT = step_s / tokens_per_chunk, ITL = step_s, TTFT ~ prefill_s.  ``fault``
+picks one misbehaviour for the streaming endpoints; ``api_key`` makes /v1/*
+answer 401 without ``Authorization: Bearer <api_key>``.  The full simulator
+(tests/simulator) is for memory, acceptance and board behaviour; this is for
+exact client-side timing and faults.
 """
 import json
 import threading
@@ -30,14 +37,25 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def _unauthorized(self):
+        key = self.server.cfg.get("api_key")
+        if key and self.path.startswith("/v1/") and self.headers.get("Authorization") != "Bearer " + key:
+            self._send(401, '{"error":"Unauthorized"}')
+            return True
+        return False
+
     def do_GET(self):
         cfg = self.server.cfg
-        if self.path == "/v1/models":
+        if self._unauthorized():
+            return
+        if self.path == "/health":
+            self._send(200, "")
+        elif self.path == "/v1/models":
             self._send(200, json.dumps({"object": "list", "data": [
                 {"id": "tiny", "object": "model", "owned_by": "vllm",
                  "max_model_len": cfg.get("max_model_len", 4096)}]}))
         elif self.path == "/version":
-            self._send(200, json.dumps({"version": "0.0-fake"}))
+            self._send(200, json.dumps({"version": cfg.get("version", "0.0-fake")}))
         elif self.path == "/metrics":
             self._send(200, self.server.metrics_text(), "text/plain; version=0.0.4")
         else:
@@ -52,6 +70,8 @@ class _Handler(BaseHTTPRequestHandler):
         srv = self.server
         cfg = srv.cfg
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        if self._unauthorized():
+            return
         srv.bodies.append(body)
         srv.auth.append(self.headers.get("Authorization"))
         with srv.lock:

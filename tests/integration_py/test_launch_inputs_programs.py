@@ -1,0 +1,70 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""vllm_server input validation checked against real programs: /bin/sh, and vLLM's own argparse when the
+real lane is installed (tests/unit/plugins/module_utils/test_launch_inputs.py has the pure cases)."""
+import glob
+import subprocess
+import textwrap
+
+import pytest
+
+from ansible_collections.jetson.specdec.plugins.module_utils.launch import inputs
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.argv import CONTAINER_ENTRYPOINT
+
+
+def _vllm_serve_options():
+    """The real `vllm serve` option strings when the lane venv is installed (else None)."""
+    for python in glob.glob("/root/.cache/jetson-specdec/vllm-lane-*/bin/python"):
+        code = textwrap.dedent("""
+            from vllm.utils.argparse_utils import FlexibleArgumentParser
+            from vllm.entrypoints.launchers.cli_args import make_arg_parser
+            p = make_arg_parser(FlexibleArgumentParser())
+            print(" ".join(o for a in p._actions for o in a.option_strings))
+        """)
+        res = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=300, check=False)
+        if res.returncode == 0:
+            return res.stdout.split()
+    return None
+
+
+def test_secret_alphabet_means_the_same_to_sh_and_env_files(tmp_path):
+    """A value made of every accepted character reads back unchanged when sh sources the file."""
+    value = "Az09._~+/=:,@%-hf_abc"
+    assert inputs.check_secret("vllm_server_api_key", value) == []
+    env = tmp_path / "vllm.env"
+    env.write_text("# comment\nVLLM_API_KEY=%s\n" % value)
+    out = subprocess.run(["/bin/sh", "-c", 'set -a; . "$1"; set +a; printf %s "$VLLM_API_KEY"', "sh", str(env)],
+                         capture_output=True, text=True, check=True).stdout
+    assert out == value
+
+
+def test_owned_flags_are_real_vllm_flags_and_prefix_checks_match_argparse():
+    options = _vllm_serve_options()
+    if options is None:
+        pytest.skip("no vLLM lane venv on this machine")
+    long_names = {o[2:] for o in options if o.startswith("--")}
+    for flag in inputs.OWNED_FLAGS:
+        assert flag in long_names, flag
+    for flag in ("api-key", "hf-token", "config", "middleware"):
+        assert flag in long_names
+    # Every real flag that reaches the owned memory/secret knobs through a prefix is caught.
+    for real in long_names:
+        if real in inputs.NEVER_ALLOWED:
+            for cut in range(3, len(real)):
+                assert inputs.check_extra_args(["--" + real[:cut] + "=1"]), real[:cut]
+
+
+def test_the_container_entrypoint_runs_vllm_with_the_secrets_and_the_arguments(tmp_path):
+    """Run the entrypoint with a fake `vllm` on PATH: the key is in the environment, argv passes unchanged."""
+    secrets = tmp_path / "vllm.env"
+    secrets.write_text("VLLM_API_KEY=k-1/2+3=\n")
+    fake = tmp_path / "bin" / "vllm"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\nprintf "%s|" "$VLLM_API_KEY" "$@"\n')
+    fake.chmod(0o755)
+    script = CONTAINER_ENTRYPOINT.replace("/run/secrets/vllm.env", str(secrets))
+    out = subprocess.run(["/bin/sh", "-c", script, "vllm", "a/b", "--x", "with space", '{"k": 1}'],
+                         capture_output=True, text=True, check=True,
+                         env={"PATH": "%s:/usr/bin:/bin" % fake.parent}).stdout
+    assert out == 'k-1/2+3=|serve|a/b|--x|with space|{"k": 1}|'
