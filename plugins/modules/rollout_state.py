@@ -216,6 +216,16 @@ lock:
       released (null when there was no lock to release). C(pid) is the module's process on the host.
   returned: with O(state=lock), O(state=refresh) or O(state=unlock)
   type: dict
+lock_held:
+  description:
+    - On failure, V(true) when another holder has the lock (wait, or break it), V(false) for any other cause
+      (disk full, read-only filesystem, a newer state file, ...), whose message says what to fix.
+  returned: on failure
+  type: bool
+holder:
+  description: The lock's current holder, when O(state=lock), O(state=refresh) or O(state=unlock) failed on it.
+  returned: when RV(lock_held) is true
+  type: dict
 textfile:
   description: Path of the textfile-collector file written (or that would be written in check mode).
   returned: with O(state=write) and O(textfile_dir)
@@ -228,7 +238,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.jetson.specdec.plugins.module_utils.record import lock as rollout_lock
 from ansible_collections.jetson.specdec.plugins.module_utils.record.state import (
-    StateError, config_hash, content_differs, describe_os_error, dump_state, merge_state, needs_rollout,
+    LockHeld, StateError, config_hash, content_differs, describe_os_error, dump_state, merge_state, needs_rollout,
     read_state, utc_now, write_state,
 )
 from ansible_collections.jetson.specdec.plugins.module_utils.record.textfile import render, write_textfile
@@ -337,8 +347,11 @@ def main():
             except StateError:
                 # The lock works whatever the state file holds; read/write report that.
                 result["rollout_state"] = None
+    except LockHeld as exc:
+        # The role words "wait or break the lock" only for this failure, not for a full disk.
+        module.fail_json(msg=str(exc), lock_held=True, holder=exc.holder, **result)
     except StateError as exc:
-        module.fail_json(msg=str(exc), **result)
+        module.fail_json(msg=str(exc), lock_held=False, **result)
     except (OSError, IOError) as exc:  # anything not wrapped below: still no traceback
         module.fail_json(msg=describe_os_error("update", p["path"], exc), **result)
     module.exit_json(**result)

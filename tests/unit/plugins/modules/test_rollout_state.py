@@ -88,6 +88,7 @@ def test_disk_full_and_read_only_fail_with_the_path_and_the_fix(tmp_path, monkey
         monkeypatch.setattr(rs, "atomic_write_text", fail)
         failed, result = run(tmp_path, state="write", status="pending", config=CONFIG)
         assert failed and needle in result["msg"] and "state.json" in result["msg"]
+        assert result["lock_held"] is False
 
 
 def test_write_with_textfile(tmp_path):
@@ -112,6 +113,7 @@ def test_lock_conflict_and_force_unlock(tmp_path):
     assert lock.exists() and oct(os.stat(str(lock)).st_mode & 0o777) == "0o600"
     failed, result = run(tmp_path, state="lock", owner="run-2", controller="ctl-b")
     assert failed and "'run-1'" in result["msg"] and "force=true" in result["msg"]
+    assert result["lock_held"] is True and result["holder"]["token"] == token
     # same run id, other controller: still someone else
     failed, result = run(tmp_path, state="lock", owner="run-1", controller="ctl-b")
     assert failed and "not this run's token" in result["msg"]
