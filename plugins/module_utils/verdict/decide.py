@@ -1,0 +1,397 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Sequential keep / revert verdict from interleaved benchmark rounds (filter spec_decide).
+
+Input: the rounds in the order they ran, each ``{"arm": "baseline" | "candidate",
+"result": <vllm_bench result>}`` (optionally ``"wall_s"``: the round's measured
+wall time including any restart before it).  Output: a decision, an action and,
+while the evidence does not settle the action, the next round to run.
+
+Statistics (docs/verdict.md explains them for an operator):
+
+* Every round gives, per metric (c=1 throughput, c=1 TPOT median, c=8
+  throughput), a log value and the variance its requests imply
+  (module_utils/verdict/evidence.py).
+* A round also moves as a whole when clocks or temperature move ("drift").
+  The variance of one round's value is estimated from repeated rounds of the
+  same arm (pooled over both arms), shrunk towards ``drift_prior`` plus the
+  request noise with a weight of ``drift_prior_rounds`` rounds, and never below
+  what the requests alone imply.
+* The effect is the difference of the arms' mean log values; its interval is
+  ``± z`` standard errors.  Rounds interleave B C C B B C ..., so a linear drift
+  cancels once both arms have as many rounds.
+* The skill's rule is applied to the intervals: a comparison whose interval
+  lies wholly on one side of its threshold is settled, otherwise open.  When
+  every way of resolving the open comparisons leads to the same action the
+  verdict stops; else it asks for another round, until the budget (rounds,
+  requests, wall time with restarts) is spent: then ``inconclusive``, action
+  revert, flagged (speculation stays off unless shown to help).
+
+Pure standard library, Python 3.8+.
+"""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import itertools
+import math
+
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict import evidence as ev
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import validate
+
+ARMS = ("baseline", "candidate")
+DECISIONS = ("keep", "revert", "marginal", "continue", "inconclusive")
+COMPARISONS = ("gain_keep", "drop_keep", "gain_revert_ok", "c8_regressed")
+LABELS = {
+    "gain_keep": "the %s throughput keep threshold",
+    "drop_keep": "the %s TPOT keep threshold",
+    "gain_revert_ok": "the %s throughput revert threshold",
+    "c8_regressed": "the high-concurrency regression check (tolerance %s)",
+}
+
+
+# --------------------------------------------------------------------------- formatting
+
+def _pct(fraction):
+    return "%+.1f%%" % (fraction * 100.0)
+
+
+def _thr(fraction):
+    return "%g%%" % round(fraction * 100.0, 2)
+
+
+def _interval(est):
+    return "%s (%s to %s)" % (_pct(est["point"]), _pct(est["low"]), _pct(est["high"]))
+
+
+# --------------------------------------------------------------------------- rounds -> evidence
+
+def _rounds_evidence(rounds, p):
+    """Validate the rounds and extract per-level evidence; raise ValueError on malformed input."""
+    if not isinstance(rounds, (list, tuple)):
+        raise ValueError("spec_decide: the input must be the list of rounds, got %s" % type(rounds).__name__)
+    levels = [p["low_concurrency"]] + ([p["high_concurrency"]] if p["high_concurrency"] is not None else [])
+    out = []
+    for i, rnd in enumerate(rounds):
+        if not isinstance(rnd, dict) or rnd.get("arm") not in ARMS or not isinstance(rnd.get("result"), dict):
+            raise ValueError("spec_decide: round %d must be {'arm': 'baseline'|'candidate', 'result': "
+                             "<vllm_bench result>}, got %r" % (i + 1, rnd if not isinstance(rnd, dict)
+                                                               else sorted(rnd)))
+        wall = ev.number(rnd.get("wall_s"), "round %d wall_s" % (i + 1))
+        item = {"arm": rnd["arm"], "levels": {}, "wall_s": wall,
+                "acceptance": ev.acceptance_rate(rnd["result"]), "requests": 0}
+        for c in levels:
+            run = ev.find_run(rnd["result"], c)
+            where = "round %d (%s) concurrency %d" % (i + 1, rnd["arm"], c)
+            item["levels"][c] = None if run is None else ev.level_evidence(run, where, p["request_cv_prior"])
+            if run is not None:
+                item["requests"] += item["levels"][c]["completed"] + item["levels"][c]["failed"]
+        out.append(item)
+    return out, levels
+
+
+def _unusable(rounds, levels):
+    """(arm, sentence) for the first round lacking a level or a number, else None."""
+    for i, rnd in enumerate(rounds):
+        for c in levels:
+            lvl = rnd["levels"][c]
+            if lvl is None:
+                return rnd["arm"], "Round %d (%s) has no run at concurrency %d." % (i + 1, rnd["arm"], c)
+            if lvl["thr"] is None:
+                return rnd["arm"], ("Round %d (%s) reports zero or missing throughput at concurrency %d "
+                                    "(%d of %d requests failed)." % (i + 1, rnd["arm"], c, lvl["failed"],
+                                                                      lvl["failed"] + lvl["completed"]))
+            if c == levels[0] and lvl["tpot"] is None:
+                return rnd["arm"], ("Round %d (%s) has no TPOT at concurrency %d, so the TPOT rule cannot be "
+                                    "checked." % (i + 1, rnd["arm"], c))
+    return None
+
+
+def _failures(rounds):
+    out = {}
+    for arm in ARMS:
+        done = sum(lvl["completed"] for r in rounds if r["arm"] == arm for lvl in r["levels"].values() if lvl)
+        bad = sum(lvl["failed"] for r in rounds if r["arm"] == arm for lvl in r["levels"].values() if lvl)
+        out[arm] = (bad, done + bad)
+    return out
+
+
+# --------------------------------------------------------------------------- estimates
+
+def _effect(rounds, level, key, p):
+    """Difference candidate - baseline of the arms' mean log ``key`` at ``level``: (diff, se, drift)."""
+    values = dict((arm, [(r["levels"][level][key], r["levels"][level][key + "_var"])
+                         for r in rounds if r["arm"] == arm]) for arm in ARMS)
+    within = [v for arm in ARMS for _y, v in values[arm]]
+    mean_within = math.fsum(within) / len(within)
+    ss, df = 0.0, 0
+    for arm in ARMS:
+        ys = [y for y, _v in values[arm]]
+        if len(ys) > 1:
+            m = math.fsum(ys) / len(ys)
+            ss += math.fsum((y - m) ** 2 for y in ys)
+            df += len(ys) - 1
+    nu0 = p["drift_prior_rounds"]
+    prior = mean_within + p["drift_prior"] ** 2
+    if nu0 + df > 0:
+        round_var = (nu0 * prior + ss) / (nu0 + df)
+    else:
+        round_var = prior
+    round_var = max(round_var, mean_within)
+    means = dict((arm, math.fsum(y for y, _v in values[arm]) / len(values[arm])) for arm in ARMS)
+    se = math.sqrt(round_var * (1.0 / len(values["baseline"]) + 1.0 / len(values["candidate"])))
+    drift = math.sqrt(max(0.0, round_var - mean_within))
+    return means["candidate"] - means["baseline"], se, drift
+
+
+def _estimates(rounds, levels, p):
+    z = p["z"]
+    out = {}
+    diff, se, drift = _effect(rounds, levels[0], "thr", p)
+    out["c1_throughput_gain"] = {"point": math.exp(diff) - 1, "low": math.exp(diff - z * se) - 1,
+                                 "high": math.exp(diff + z * se) - 1, "round_drift": drift}
+    diff, se, drift = _effect(rounds, levels[0], "tpot", p)
+    out["c1_tpot_drop"] = {"point": 1 - math.exp(diff), "low": 1 - math.exp(diff + z * se),
+                           "high": 1 - math.exp(diff - z * se), "round_drift": drift}
+    if len(levels) > 1:
+        diff, se, drift = _effect(rounds, levels[1], "thr", p)
+        out["c8_throughput_change"] = {"point": math.exp(diff) - 1, "low": math.exp(diff - z * se) - 1,
+                                       "high": math.exp(diff + z * se) - 1, "round_drift": drift}
+    return out
+
+
+# --------------------------------------------------------------------------- the rule on intervals
+
+def _side(est, threshold):
+    """True when the interval lies at or above ``threshold``, False below it, None when it straddles."""
+    if est["low"] >= threshold:
+        return True
+    if est["high"] < threshold:
+        return False
+    return None
+
+
+def _tri_states(est, p):
+    c8 = est.get("c8_throughput_change")
+    above_tol = None if c8 is None else _side(c8, -p["c8_regression_tolerance"])
+    return {
+        "gain_keep": _side(est["c1_throughput_gain"], p["keep_throughput_gain"]),
+        "drop_keep": _side(est["c1_tpot_drop"], p["keep_tpot_drop"]),
+        "gain_revert_ok": _side(est["c1_throughput_gain"], p["revert_throughput_gain"]),
+        "c8_regressed": False if c8 is None else (None if above_tol is None else not above_tol),
+    }
+
+
+def rule_decision(gain_keep, drop_keep, gain_revert_ok, c8_regressed):
+    """The skill's rule on settled comparisons (gain_revert_ok: gain >= the revert threshold)."""
+    if c8_regressed or not gain_revert_ok:
+        return "revert"
+    if gain_keep and drop_keep:
+        return "keep"
+    return "marginal"
+
+
+def possible_decisions(tri):
+    """Every decision reachable by settling the open (None) comparisons either way."""
+    open_names = [k for k in COMPARISONS if tri[k] is None]
+    found = set()
+    for combo in itertools.product((True, False), repeat=len(open_names)):
+        vals = dict(tri)
+        vals.update(zip(open_names, combo))
+        if vals["gain_keep"] and not vals["gain_revert_ok"]:
+            continue  # one gain cannot be >= the keep and < the revert threshold
+        found.add(rule_decision(vals["gain_keep"], vals["drop_keep"], vals["gain_revert_ok"], vals["c8_regressed"]))
+    return open_names, found
+
+
+# --------------------------------------------------------------------------- budget and schedule
+
+def next_arm(rounds):
+    """B C C B B C ...: the arm with fewer rounds; on a tie stay on the last arm (no restart)."""
+    if not rounds:
+        return "baseline"
+    counts = dict((arm, sum(1 for r in rounds if r["arm"] == arm)) for arm in ARMS)
+    if counts["baseline"] != counts["candidate"]:
+        return min(ARMS, key=lambda a: counts[a])
+    return rounds[-1]["arm"]
+
+
+def next_prompts(rounds, p):
+    """Prompts of the next round: always round_prompts.  Equal rounds keep the drift estimate simple
+    (every round weighs the same); growing rounds were tried and settled fewer near-threshold cases
+    for the same requests (docs/verdict.md)."""
+    return p["round_prompts"]
+
+
+def _usage(rounds, p):
+    restarts = sum(1 for a, b in zip(rounds, rounds[1:]) if a["arm"] != b["arm"])
+    walls = []
+    for i, rnd in enumerate(rounds):
+        if rnd["wall_s"] is not None:
+            walls.append(rnd["wall_s"])
+        else:
+            changed = i > 0 and rounds[i - 1]["arm"] != rnd["arm"]
+            walls.append(sum(lvl["duration_s"] for lvl in rnd["levels"].values() if lvl)
+                         + (p["restart_s"] if changed else 0.0))
+    return {"rounds": len(rounds), "restarts": restarts,
+            "requests": sum(r["requests"] for r in rounds),
+            "requests_by_arm": dict((arm, sum(r["requests"] for r in rounds if r["arm"] == arm)) for arm in ARMS),
+            "wall_s": round(math.fsum(walls), 3)}
+
+
+def _budget_left(rounds, usage, p, levels):
+    """None when one more round fits the budget, else the sentence saying what ran out."""
+    arm = next_arm(rounds)
+    more_requests = next_prompts(rounds, p) * len(levels)
+    per_request = usage["wall_s"] / usage["requests"] if usage["requests"] else 0.0
+    more_wall = per_request * more_requests + (p["restart_s"] if rounds and rounds[-1]["arm"] != arm else 0.0)
+    if p["final"]:
+        return "final=true: no more rounds will be run"
+    if usage["rounds"] >= p["max_rounds"]:
+        return "the round budget is spent (%d of max_rounds %d)" % (usage["rounds"], p["max_rounds"])
+    if usage["requests"] + more_requests > p["max_requests"]:
+        return ("the request budget is spent (%d used, another round needs %d, max_requests %d)"
+                % (usage["requests"], more_requests, p["max_requests"]))
+    if usage["wall_s"] + more_wall > p["max_wall_s"]:
+        return ("the time budget is spent (%.0f s used, another round needs about %.0f s, max_wall_s %.0f)"
+                % (usage["wall_s"], more_wall, p["max_wall_s"]))
+    return None
+
+
+# --------------------------------------------------------------------------- main entry
+
+def _result(decision, action, p, reasons, usage, estimates=None, rounds=None, flagged=None, open_names=()):
+    out = {
+        "decision": decision,
+        "action": action,
+        "flagged": bool(flagged) if flagged is not None else decision in ("marginal", "inconclusive"),
+        "next_round": None,
+        "estimates": estimates or {},
+        "open": list(open_names),
+        "reasons": reasons,
+        "advisories": [],
+        "rounds_used": usage["rounds"],
+        "requests_used": usage["requests"],
+        "requests_by_arm": usage["requests_by_arm"],
+        "restarts": usage["restarts"],
+        "wall_s_used": usage["wall_s"],
+        "metrics": {
+            "c1_throughput_gain": None, "c1_tpot_drop": None, "c8_throughput_change": None,
+            "acceptance_rate": None, "low_concurrency": p["low_concurrency"],
+            "high_concurrency": p["high_concurrency"],
+        },
+    }
+    for key, est in (estimates or {}).items():
+        out["metrics"][key] = round(est["point"], 6)
+        for part in ("point", "low", "high", "round_drift"):
+            est[part] = round(est[part], 6)
+    if action == "measure_more":
+        out["next_round"] = {"arm": next_arm(rounds), "num_prompts": next_prompts(rounds, p)}
+    if rounds:
+        rates = [r["acceptance"] for r in rounds if r["arm"] == "candidate" and r["acceptance"] is not None]
+        if rates:
+            out["metrics"]["acceptance_rate"] = round(sorted(rates)[len(rates) // 2], 6)
+            # Advice about a higher k only makes sense for a kept candidate.
+            if action == "keep" and out["metrics"]["acceptance_rate"] > p["acceptance_advisory"]:
+                out["advisories"].append(
+                    "Draft acceptance rate is %.2f (> %.2f): consider raising num_speculative_tokens and "
+                    "benchmarking again (advisory only)." % (out["metrics"]["acceptance_rate"],
+                                                             p["acceptance_advisory"]))
+    return out
+
+
+def _continue_or_stop(rounds, usage, p, levels, reasons, estimates=None, open_names=()):
+    """Ask for another round, or stop as inconclusive when the budget is spent."""
+    spent = _budget_left(rounds, usage, p, levels)
+    if spent is None:
+        return _result("continue", "measure_more", p, reasons, usage, estimates, rounds, False, open_names)
+    reasons.append("Inconclusive: %s. Reverting as the conservative default (speculation stays off unless it "
+                   "is shown to help); flagged for a human look." % spent)
+    return _result("inconclusive", "revert", p, reasons, usage, estimates, rounds, True, open_names)
+
+
+def _describe(est, p):
+    out = ["Throughput at concurrency %d changed %s (interval %s to %s); keep needs at least +%s, below +%s "
+           "reverts." % (p["low_concurrency"], _pct(est["c1_throughput_gain"]["point"]),
+                         _pct(est["c1_throughput_gain"]["low"]), _pct(est["c1_throughput_gain"]["high"]),
+                         _thr(p["keep_throughput_gain"]), _thr(p["revert_throughput_gain"])),
+           "TPOT p50 at concurrency %d dropped %s (interval %s to %s); keep needs a drop of at least %s."
+           % (p["low_concurrency"], _pct(est["c1_tpot_drop"]["point"]), _pct(est["c1_tpot_drop"]["low"]),
+              _pct(est["c1_tpot_drop"]["high"]), _thr(p["keep_tpot_drop"]))]
+    c8 = est.get("c8_throughput_change")
+    if c8 is None:
+        out.append("No high-concurrency check was requested (high_concurrency is null).")
+    else:
+        out.append("Throughput at concurrency %d changed %s (interval %s to %s); a drop beyond %s is a "
+                   "regression." % (p["high_concurrency"], _pct(c8["point"]), _pct(c8["low"]), _pct(c8["high"]),
+                                    _thr(p["c8_regression_tolerance"])))
+    return out
+
+
+def _open_sentence(open_names, p):
+    args = {"gain_keep": _thr(p["keep_throughput_gain"]), "drop_keep": _thr(p["keep_tpot_drop"]),
+            "gain_revert_ok": _thr(p["revert_throughput_gain"]),
+            "c8_regressed": _thr(p["c8_regression_tolerance"])}
+    return ", ".join(LABELS[n] % args[n] for n in open_names)
+
+
+def spec_decide(rounds, **params):
+    """Decide from ``rounds`` (see the module docstring); bad parameters or data raise ValueError."""
+    p = validate(params)
+    data, levels = _rounds_evidence(rounds or [], p)
+    usage = _usage(data, p)
+    counts = dict((arm, sum(1 for r in data if r["arm"] == arm)) for arm in ARMS)
+
+    fails = _failures(data)
+    bad, total = fails["candidate"]
+    if total and bad > p["max_failed_ratio"] * total:
+        return _result("revert", "revert", p, [
+            "The candidate failed %d of %d requests (%.1f%% > max_failed_ratio %s), so it is reverted."
+            % (bad, total, 100.0 * bad / total, _thr(p["max_failed_ratio"]))], usage, None, data, True)
+    bad, total = fails["baseline"]
+    if total and bad > p["max_failed_ratio"] * total:
+        reasons = ["The baseline itself failed %d of %d requests (%.1f%% > max_failed_ratio %s); the host "
+                   "needs attention before speculation can be judged." % (bad, total, 100.0 * bad / total,
+                                                                          _thr(p["max_failed_ratio"]))]
+        return _continue_or_stop(data, usage, p, levels, reasons)
+
+    broken = _unusable(data, levels)
+    if broken is not None:
+        arm, sentence = broken
+        if arm == "candidate":
+            return _result("revert", "revert", p, [sentence + " The candidate is reverted."], usage, None, data, True)
+        return _result("inconclusive", "revert", p, [
+            sentence + " The baseline cannot be measured, so the candidate is reverted (flagged)."],
+            usage, None, data, True)
+
+    if not counts["baseline"] or not counts["candidate"]:
+        missing = "baseline" if not counts["baseline"] else "candidate"
+        return _continue_or_stop(data, usage, p, levels, ["No %s round yet." % missing])
+
+    est = _estimates(data, levels, p)
+    reasons = _describe(est, p)
+    tri = _tri_states(est, p)
+    open_names, possible = possible_decisions(tri)
+    actions = set(p["marginal_action"] if d == "marginal" else d for d in possible)
+    reasons.append("%d rounds (%d baseline, %d candidate), %d requests, %d restarts; per-round drift about "
+                   "%.1f%%; intervals are %g standard errors wide on each side."
+                   % (usage["rounds"], counts["baseline"], counts["candidate"], usage["requests"],
+                      usage["restarts"], 100 * est["c1_throughput_gain"]["round_drift"], p["z"]))
+    if len(actions) > 1:
+        reasons.append("Not settled yet: the interval still straddles %s." % _open_sentence(open_names, p))
+        return _continue_or_stop(data, usage, p, levels, reasons, est, open_names)
+    action = actions.pop()
+    decision = possible.pop() if len(possible) == 1 else "marginal"
+    if decision == "marginal":
+        if open_names:
+            reasons.append("Marginal: %s is not settled, but every outcome leads to the same action '%s' "
+                           "(marginal_action), so no more rounds are needed." % (_open_sentence(open_names, p),
+                                                                                  action))
+        else:
+            reasons.append("Marginal: between the revert and keep thresholds or short of the TPOT target; "
+                           "action is '%s' (marginal_action)." % action)
+    elif decision == "keep":
+        reasons.append("Keep: every keep condition holds over the whole interval.")
+    else:
+        reasons.append("Revert: the interval shows a revert condition.")
+    return _result(decision, action, p, reasons, usage, est, data, None, open_names)

@@ -1,0 +1,143 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Parameters of the sequential verdict (spec_decide): defaults, ranges, refusals.
+
+Every refusal names the parameter, the value and the allowed range, so a bad
+playbook fails before any host changes.  Pure standard library.
+"""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import math
+
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
+    ACCEPTANCE_FOR_HIGHER_K, HIGH_CONCURRENCY, KEEP_THROUGHPUT_GAIN, KEEP_TPOT_DROP, LOW_CONCURRENCY,
+    REVERT_THROUGHPUT_GAIN,
+)
+
+DEFAULTS = {
+    "keep_throughput_gain": KEEP_THROUGHPUT_GAIN,
+    "keep_tpot_drop": KEEP_TPOT_DROP,
+    "revert_throughput_gain": REVERT_THROUGHPUT_GAIN,
+    "c8_regression_tolerance": 0.0,
+    "marginal_action": "keep",
+    "low_concurrency": LOW_CONCURRENCY,
+    "high_concurrency": HIGH_CONCURRENCY,
+    # Two-sided interval half-width in standard errors, used at every look;
+    # the looks are bounded by max_rounds (see docs/verdict.md for the tuning).
+    "z": 2.0,
+    # Prior for the round-to-round drift (relative SD of one round's value)
+    # before repeated rounds of one arm have measured it; worth
+    # drift_prior_rounds rounds of evidence.
+    "drift_prior": 0.03,
+    "drift_prior_rounds": 2.0,
+    # Per-request CV assumed for results without per-request data.
+    "request_cv_prior": 0.3,
+    "round_prompts": 30,
+    "max_rounds": 40,
+    "max_requests": 2400,
+    "max_wall_s": 14400.0,
+    "restart_s": 120.0,
+    "max_failed_ratio": 0.1,
+    "final": False,
+    "acceptance_advisory": ACCEPTANCE_FOR_HIGHER_K,
+}
+
+# name -> (low, high, low inclusive): the ranges that make sense.
+FRACTIONS = {
+    "keep_throughput_gain": (0.0, 10.0, True),
+    "keep_tpot_drop": (0.0, 1.0, True),
+    "revert_throughput_gain": (-1.0, 10.0, False),
+    "c8_regression_tolerance": (0.0, 1.0, True),
+    "z": (0.5, 6.0, True),
+    "drift_prior": (0.0, 0.5, True),
+    "drift_prior_rounds": (0.0, 100.0, True),
+    "request_cv_prior": (0.01, 3.0, True),
+    "max_wall_s": (0.0, 7 * 86400.0, False),
+    "restart_s": (0.0, 86400.0, True),
+    "max_failed_ratio": (0.0, 1.0, True),
+    "acceptance_advisory": (0.0, 1.0, True),
+}
+INTEGERS = {
+    "round_prompts": (5, 100000),
+    "max_rounds": (2, 100),
+    "max_requests": (10, 10 ** 7),
+}
+
+TRUE_WORDS = ("true", "yes", "on", "1", "y")
+FALSE_WORDS = ("false", "no", "off", "0", "n", "")
+
+
+def to_bool(value, name):
+    """Ansible-style boolean: the string 'false' is False (bool('false') is True)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in TRUE_WORDS + FALSE_WORDS:
+        return value.strip().lower() in TRUE_WORDS
+    raise ValueError("spec_decide: %s must be a boolean (true/false), got %r" % (name, value))
+
+
+def _float(name, value):
+    if isinstance(value, bool):
+        value = None
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        out = float("nan")
+    low, high, inclusive = FRACTIONS[name]
+    bad = math.isnan(out) or out > high or out < low or (out == low and not inclusive)
+    if bad:
+        raise ValueError("spec_decide: %s must be a number %s %g and <= %g, got %r; the default is %r"
+                         % (name, ">=" if inclusive else ">", low, high, value, DEFAULTS[name]))
+    return out
+
+
+def _int(name, value):
+    low, high = INTEGERS[name]
+    try:
+        out = int(value) if not isinstance(value, bool) and float(value) == int(float(value)) else None
+    except (TypeError, ValueError):
+        out = None
+    if out is None or not low <= out <= high:
+        raise ValueError("spec_decide: %s must be an integer from %d to %d, got %r; the default is %r"
+                         % (name, low, high, value, DEFAULTS[name]))
+    return out
+
+
+def validate(params):
+    """Merge ``params`` over DEFAULTS and check each; raise ValueError naming the parameter."""
+    unknown = sorted(set(params) - set(DEFAULTS))
+    if unknown:
+        raise ValueError("spec_decide: unknown parameter(s) %s; valid ones are %s"
+                         % (", ".join(unknown), ", ".join(sorted(DEFAULTS))))
+    p = dict(DEFAULTS)
+    p.update((k, v) for k, v in params.items() if v is not None or k == "high_concurrency")
+    for name in FRACTIONS:
+        p[name] = _float(name, p[name])
+    for name in INTEGERS:
+        p[name] = _int(name, p[name])
+    p["final"] = to_bool(p["final"], "final")
+    if p["revert_throughput_gain"] > p["keep_throughput_gain"]:
+        raise ValueError("spec_decide: revert_throughput_gain (%r) must not exceed keep_throughput_gain (%r); "
+                         "lower revert_throughput_gain" % (p["revert_throughput_gain"], p["keep_throughput_gain"]))
+    if p["marginal_action"] not in ("keep", "revert"):
+        raise ValueError("spec_decide: marginal_action must be 'keep' or 'revert', got %r" % (p["marginal_action"],))
+    for name in ("low_concurrency", "high_concurrency"):
+        if name == "high_concurrency" and p[name] is None:
+            continue  # the caller chose not to check a high-concurrency level
+        value = p[name]
+        try:
+            ok = not isinstance(value, bool) and int(value) == float(value) and int(value) >= 1
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ValueError("spec_decide: %s must be a positive integer (a benchmarked concurrency level), "
+                             "got %r" % (name, value))
+        p[name] = int(value)
+    if p["high_concurrency"] == p["low_concurrency"]:
+        raise ValueError("spec_decide: high_concurrency must differ from low_concurrency; "
+                         "set high_concurrency=null to skip the regression check")
+    return p
