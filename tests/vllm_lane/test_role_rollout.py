@@ -11,8 +11,11 @@ Order (one real vLLM starts at a time; the module's tests share the two hosts):
      runs as `vllm` with the loopback environment, and the spec-decode counters grow;
   3. endpoint contract: both hosts (speculative, baseline) against the simulator;
   4. the role with ngram on the reverted host: same argv and counter checks;
-  5. the role with a config that passes preflight but vLLM rejects: the wait task fails with
-     vLLM's own message and cause rejected_speculative_config.
+  5. the role with EAGLE-3 (the lane's head; facts from a Thor fixture tree): same checks;
+  6. the role with a config that passes preflight but vLLM rejects: the wait task fails with
+     vLLM's own message and cause rejected_speculative_config;
+  7. rollout.yml with that config: one attempt, cause rejected_speculative_config, straight
+     back to the baseline.
 """
 from __future__ import annotations
 
@@ -221,6 +224,54 @@ def test_role_ngram_on_real_vllm(hosts):
     print(f"\n[lane] role ngram: --speculative-config decodes to {want}; counters {d}")
 
 
+THOR_FIXTURE = REPO / "tests" / "fixtures" / "boards" / "thor-t5000-devkit-r39.2" / "root"
+
+
+def _eagle3_catalog(models: Path) -> dict:
+    """The lane's target with its EAGLE-3 head, catalogued as a published head would be."""
+    head = models / "eagle3-head"
+    return {str(models / "target"): {
+        "family": "llama", "params_b": 0.05, "vocab_size": 1024,
+        "weight_bytes": (models / "target" / "model.safetensors").stat().st_size,
+        "kv_bytes_per_token": 2 * 6 * 12 * 64 * 4,
+        "eagle3_heads": [{"model": str(head), "weight_bytes": (head / "model.safetensors").stat().st_size,
+                          "kv_bytes_per_token": 2 * 1 * 12 * 64 * 4}],
+        "draft_models": []}}
+
+
+def test_role_eagle3_on_real_vllm(hosts):
+    """EAGLE-3 through the role on real vLLM: the lane's head, on a host whose facts say Thor.
+
+    The container's own facts say family unknown, and force does not allow EAGLE-3 there, so
+    the role reads a Thor's files (the fixture tree, mounted with tests/) as vllm_server_facts_root.
+    """
+    name = hosts["names"]["revert"]
+    head = str(hosts["models"] / "eagle3-head")
+    extra = {"vllm_server_speculation": True, "vllm_server_speculative_method": "eagle3",
+             "vllm_server_speculative_model": head, "vllm_server_force_speculation": False,
+             "vllm_server_facts_root": str(THOR_FIXTURE),
+             "vllm_server_model_catalog": _eagle3_catalog(hosts["models"]),
+             "lane_failure_file": str(hosts["logs"] / "eagle3-failure.json")}
+    t0 = time.monotonic()
+    rc, out = rh.ansible_playbook(hosts["inventory"], ROLE_PLAY, extra,
+                                  log=hosts["logs"] / "role-eagle3.log", limit="revert", timeout=600)
+    assert rc == 0, "\n".join(out.splitlines()[-60:])
+    want = {"method": "eagle3", "model": head, "draft_tensor_parallel_size": 1, "num_speculative_tokens": K}
+    _check_spec_argv(name, want, hosts["models"], hosts["venv"])
+    s = _check_counters_grow(name)
+    d = s["delta"]
+    # Random weights: the head proposes, the target rejects almost everything.
+    assert d["draft_tokens"] == d["drafts"] * K and d["acceptance_rate"] <= 0.2, d
+    journal = lane.docker("exec", name, "journalctl", "-u", rh.SERVICE, "--no-pager", "-o", "cat",
+                          timeout=60).stdout
+    assert "Resolved architecture: LlamaForCausalLMEagle3" in journal or "Eagle3" in journal
+    hosts["results"]["role:eagle3"] = {"start_s": round(time.monotonic() - t0, 1),
+                                       "acceptance_rate": d["acceptance_rate"],
+                                       "mean_acceptance_length": d["mean_acceptance_length"],
+                                       "drafts": d["drafts"]}
+    print(f"\n[lane] role eagle3: --speculative-config decodes to {want}; counters {d}")
+
+
 def test_role_rejected_config_fails_with_vllms_message(hosts):
     """A speculative max_model_len above the draft's passes preflight; vLLM refuses it."""
     failure_file = hosts["logs"] / "rejected-failure.json"
@@ -254,3 +305,27 @@ def test_role_rejected_config_fails_with_vllms_message(hosts):
     in_task = all(w in failure["msg"] for w in vllm_words)
     assert failure["cause"] == "rejected_speculative_config", failure["msg"][-2000:]
     assert in_task, failure["msg"][-2000:]
+
+
+def test_rollout_rejected_config_goes_straight_back_to_the_baseline(hosts):
+    """The ladder on real vLLM: a config vLLM rejects is tried once, then the baseline (issue 17)."""
+    run_id = "lane-reject-" + time.strftime("%Y%m%dT%H%M%S")
+    extra = dict(BENCH, rollout_serial=[1], rollout_run_id=run_id, rollout_force=True,
+                 rollout_report_dir=str(hosts["logs"] / "reports"),
+                 vllm_server_speculative_extra={"max_model_len": 4096},
+                 vllm_server_crash_loop_restarts=1)
+    t0 = time.monotonic()
+    rc, out = rh.ansible_playbook(hosts["inventory"], ROLLOUT, extra, log=hosts["logs"] / "rollout-reject.log",
+                                  limit="revert", timeout=ROLLOUT_TIMEOUT)
+    assert rc == 0, "\n".join(out.splitlines()[-60:])
+    state = rh.read_json(hosts["names"]["revert"], STATE)
+    tried = state["attempts"]
+    hosts["results"]["rollout:rejected"] = {"start_s": round(time.monotonic() - t0, 1),
+                                            "attempts": [(a["rung"], a["result"], a.get("cause")) for a in tried]}
+    assert state["status"] == "reverted", state
+    assert len(tried) == 1, tried
+    assert (tried[0]["rung"], tried[0]["cause"]) == (0, "rejected_speculative_config"), tried
+    assert "at once" in tried[0]["next"], tried[0]
+    assert state["last_good"]["kind"] == "baseline"
+    argv = rh.cmdline(hosts["names"]["revert"], rh.main_pid(hosts["names"]["revert"]))
+    assert rh.arg_value(argv, "--speculative-config") is None, argv

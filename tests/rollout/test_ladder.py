@@ -1,0 +1,73 @@
+"""The fallback ladder on a simulated fleet, one host per cause (issue 17).
+
+- OOM: the planned EAGLE-3 head runs out of memory, at the lower utilization too; the
+  catalogued Llama-3.2-1B draft is bigger than the head, so the next rung is n-gram (no
+  weights), which starts; the host is judged on it.
+- rejected config: vLLM refuses the speculative config with its own words; the host goes
+  straight back to the baseline (one attempt, no lower utilization, no other drafter).
+- unknown model: the named draft does not exist; off at once, the record names the problem.
+Observable results only: each host's state file (attempts, status) and what it serves.
+"""
+import pytest
+
+from harness import assert_serving, assert_state, board
+
+PREFIX = "specdec-ld-"
+VOCAB = ("Target and draft model should have the same vocabulary size. Target model vocab_size=128256. "
+         "Draft model vocab_size=151936. Using models with different tokenizers can cause out-of-bounds errors "
+         "during speculative decoding.")
+BOARDS = [
+    board("ld-oom", "agx-01", faults={"oom_when_speculative": True}),
+    board("ld-reject", "agx-01", faults={"reject_speculative_config": VOCAB, "when": "speculative"}),
+    board("ld-missing", "agx-01", hostvars={"vllm_server_speculative_method": "draft_model",
+                                            "vllm_server_speculative_model": "acme/missing-llama-draft"}),
+]
+
+
+@pytest.fixture(scope="module")
+def fleet(make_fleet):
+    fleet = make_fleet(PREFIX, BOARDS)
+    fleet.first = fleet.run("playbooks/rollout.yml", rollout_serial=["100%"], rollout_run_id="ladder")
+    return fleet
+
+
+def attempts(fleet, host):
+    return fleet.state(host)["attempts"]
+
+
+def test_the_run_finishes_without_a_failed_host(fleet):
+    rc, out, dummy = fleet.first
+    assert rc == 0, out[-4000:]
+
+
+def test_out_of_memory_walks_down_to_a_strictly_smaller_speculation(fleet):
+    tried = attempts(fleet, "ld-oom")
+    assert [(a["label"].split(" ")[0], a["result"], a.get("cause")) for a in tried] == [
+        ("eagle3", "failed", "out_of_memory"), ("eagle3", "failed", "out_of_memory"), ("ngram", "started", None)], tried
+    # never the 2.47 GB draft in place of the 0.85 GB head
+    assert not any("Llama-3.2-1B" in a["label"] for a in tried)
+    assert "ngram" in tried[1]["next"] and "CUDA out of memory" in tried[0]["next"]
+    state = fleet.state("ld-oom")
+    assert state["status"] in ("kept", "reverted")
+    if state["status"] == "kept":
+        assert_serving(fleet, "ld-oom", speculative=True)
+        assert "ngram" in fleet.unit("ld-oom")
+
+
+def test_a_rejected_config_goes_straight_back_to_the_baseline(fleet):
+    tried = attempts(fleet, "ld-reject")
+    assert len(tried) == 1, tried
+    assert (tried[0]["rung"], tried[0]["result"], tried[0]["cause"]) == (0, "failed", "rejected_speculative_config")
+    assert "should have the same vocabulary size" in tried[0]["next"] and "at once" in tried[0]["next"]
+    assert_serving(fleet, "ld-reject", speculative=False)
+    state = assert_state(fleet, "ld-reject", "reverted", "revert")
+    assert state["last_good"]["kind"] == "baseline"
+
+
+def test_a_missing_model_ends_at_off_naming_the_download_problem(fleet):
+    tried = attempts(fleet, "ld-missing")
+    assert len(tried) == 1, tried
+    assert tried[0]["cause"] == "model_not_found"
+    assert "acme/missing-llama-draft" in tried[0]["next"] and "Invalid repository ID" in tried[0]["next"]
+    assert_serving(fleet, "ld-missing", speculative=False)
+    assert_state(fleet, "ld-missing", "reverted", "revert")
