@@ -81,3 +81,50 @@ def test_models_endpoint(host, auth, status):
     assert int(out[0]) == status
     if auth:
         assert json.loads(out[1])["data"][0]["object"] == "model"
+
+
+def _main_pid(host):
+    return host.check_output("systemctl show -p MainPID --value vllm")
+
+
+def test_the_running_server_is_confined(host):
+    """The hardening is in force on the running process, not only written in the unit (issue 18)."""
+    props = dict(line.split("=", 1) for line in host.check_output(
+        "systemctl show vllm -p ProtectSystem -p ProtectHome -p CapabilityBoundingSet -p OOMScoreAdjust "
+        "-p StartLimitBurst -p StartLimitIntervalUSec -p UMask -p RestrictNamespaces "
+        "-p SystemCallArchitectures -p ProtectKernelLogs -p RestrictAddressFamilies -p NoNewPrivileges").splitlines())
+    assert props["ProtectSystem"] == "strict" and props["ProtectHome"] == "yes", props
+    assert props["CapabilityBoundingSet"] == "" and props["NoNewPrivileges"] == "yes", props
+    assert props["OOMScoreAdjust"] == "500" and props["StartLimitBurst"] == "5", props
+    assert props["UMask"] == "0027" and props["ProtectKernelLogs"] == "yes", props
+    assert props["SystemCallArchitectures"] == "native", props
+    assert set(props["RestrictAddressFamilies"].split()) == {"AF_UNIX", "AF_INET", "AF_INET6", "AF_NETLINK"}, props
+    # The window holds burst x (restart delay + health timeout): a crash loop after loading still stops.
+    assert props["StartLimitIntervalUSec"] != "0", props
+    pid = _main_pid(host)
+    status = host.file("/proc/%s/status" % pid).content_string
+    assert "NoNewPrivs:\t1" in status and "CapEff:\t0000000000000000" in status, status
+    assert host.file("/proc/%s/oom_score_adj" % pid).content_string.strip() == "500"
+    # ProtectSystem=strict + ReadWritePaths: the service's mount namespace has / read-only and
+    # only its state and cache directories writable; ProtectHome=yes covers /home and /root.
+    mounts = {}
+    for line in host.file("/proc/%s/mountinfo" % pid).content_string.splitlines():
+        fields = line.split()
+        mounts[fields[4]] = fields[5].split(",")
+    assert "ro" in mounts["/"], mounts.get("/")
+    assert "rw" in mounts["/var/lib/vllm"], mounts.get("/var/lib/vllm")
+    assert "/home" in mounts and "/root" in mounts and "ro" in mounts["/root"], sorted(mounts)
+
+
+def test_the_role_recorded_the_account_it_created(host):
+    marker = host.file("/etc/vllm/accounts/vllm")
+    assert marker.exists and marker.user == "root" and "created by jetson.specdec.vllm_server" in marker.content_string
+
+
+def test_an_account_the_role_did_not_create_kept_its_shell(host):
+    """side_effect tried operator1 (a login account) as the service user: refused, shell and home unchanged."""
+    if host.backend.get_hostname() != "thor-01":
+        pytest.skip("side_effect creates operator1 on thor-01 only")
+    user = host.user("operator1")
+    assert user.shell == "/bin/bash" and user.home == "/home/operator1"
+    assert not host.file("/etc/vllm/accounts/operator1").exists
