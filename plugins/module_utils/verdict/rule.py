@@ -27,6 +27,7 @@ __metaclass__ = type
 import itertools
 import math
 
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import to_bool
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
     ACCEPTANCE_FOR_HIGHER_K, HIGH_CONCURRENCY, KEEP_THROUGHPUT_GAIN, KEEP_TPOT_DROP, LOW_CONCURRENCY,
     REVERT_THROUGHPUT_GAIN,
@@ -123,6 +124,10 @@ def pool_level(bench, concurrency):
         return None
     thr = [_num(r.get("throughput_tok_s")) for r in runs]
     tpot = [_num(r.get("tpot_ms_p50")) for r in runs]
+    for name, values in (("throughput_tok_s", thr), ("tpot_ms_p50", tpot)):
+        if any(v is not None and v < 0 for v in values):
+            raise ValueError("spec_verdict: %s at concurrency %d is negative (%r); a benchmark cannot measure "
+                             "that, check where the result came from" % (name, int(concurrency), values))
     return {
         "concurrency": int(concurrency),
         "repeats": len(runs),
@@ -198,7 +203,16 @@ def validate_params(params):
     if p["high_concurrency"] is not None and p["high_concurrency"] == p["low_concurrency"]:
         raise ValueError("spec_verdict: high_concurrency must differ from low_concurrency; "
                          "set high_concurrency=null to skip the regression check")
-    p["final"] = bool(p["final"])
+    # bool("false") is True: read strings as Ansible does
+    try:
+        p["final"] = to_bool(p["final"], "final")
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("spec_decide", "spec_verdict"))
+    # a CV of 3 instead of 0.03 would widen the band past every threshold and
+    # silently disable the checks
+    for key, high in (("noise_cv", 0.5), ("z", 6.0)):
+        if p[key] > high:
+            raise ValueError("spec_verdict: %s must be at most %g, got %r (0.03 means 3%%)" % (key, high, p[key]))
     return p
 
 
@@ -388,6 +402,8 @@ def spec_verdict(baseline, candidate, **params):
                        % (_thr_pct(p["revert_throughput_gain"]), _thr_pct(p["keep_throughput_gain"]), action))
     else:
         action = decision
+    if action != "keep":
+        advisories = []  # raising k is advice for a candidate that stays, not for a reverted one
     return {"decision": decision, "action": action, "flagged": decision == "marginal", "final": p["final"],
             "ambiguous": ambiguous if len(possible) > 1 else [], "reasons": reasons,
             "advisories": advisories, "metrics": metrics}

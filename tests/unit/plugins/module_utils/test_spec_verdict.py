@@ -139,10 +139,12 @@ def test_repeats_use_medians_and_observed_noise():
 
 
 def test_acceptance_advisory_is_advisory_only():
+    # issue 15 bug 5: raising k is advice for a kept candidate, never for a reverted one
     high = spec_verdict(BASE, cand(0.0, 0.02, acceptance=0.75))
     assert high["decision"] == "revert"
-    assert "num_speculative_tokens" in high["advisories"][0]
+    assert high["advisories"] == []
     assert high["metrics"]["acceptance_rate"] == 0.75
+    assert "num_speculative_tokens" in spec_verdict(BASE, cand(0.6, 0.4, acceptance=0.75))["advisories"][0]
     assert spec_verdict(BASE, cand(0.6, 0.4, acceptance=0.5))["advisories"] == []
 
 

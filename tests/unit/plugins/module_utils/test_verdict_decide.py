@@ -1,0 +1,279 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+import math
+import random
+
+import pytest
+
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.decide import next_arm, spec_decide
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.evidence import level_evidence
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import spec_verdict
+
+TOKENS = 128
+
+
+def level(rng, conc, n, e2e_ms, tpot_ms, cv=0.10, failed=0, drift=1.0):
+    sigma = math.sqrt(math.log(1 + cv * cv))
+    reqs, t = [], 0.0
+    for _ in range(n):
+        e2e = e2e_ms * drift * math.exp(rng.gauss(0, sigma))
+        reqs.append({"ok": True, "ttft_ms": 100.0, "tpot_ms": tpot_ms * drift * math.exp(rng.gauss(0, sigma)),
+                     "e2e_ms": e2e, "output_tokens": TOKENS, "start_s": t, "end_s": t + e2e / 1000.0})
+        t += e2e / 1000.0 / conc
+    reqs += [{"ok": False, "ttft_ms": None, "tpot_ms": None, "e2e_ms": None, "output_tokens": 0,
+              "start_s": t, "end_s": t} for _ in range(failed)]
+    tpots = sorted(r["tpot_ms"] for r in reqs if r["ok"])
+    return {"concurrency": conc, "completed": n, "failed": failed, "output_tokens": n * TOKENS,
+            "duration_s": t, "throughput_tok_s": n * TOKENS / t, "tpot_ms_p50": tpots[len(tpots) // 2],
+            "errors": {"http_500": failed} if failed else {}, "requests": reqs}
+
+
+def result(rng, gain=0.0, tpot=0.0, c8=0.0, n=30, cv=0.10, failed=0, acceptance=None, drift=1.0):
+    res = {"runs": [level(rng, 1, n, 6600.0 / (1 + gain), 50.0 * (1 + tpot), cv, failed, drift),
+                    level(rng, 8, n, 14000.0 / (1 + c8), 75.0 * (1 + tpot), cv, 0, drift)],
+           "spec_decode": None if acceptance is None else {"acceptance_rate": acceptance}}
+    return res
+
+
+def drive(truth, seed=1, cv=0.10, **params):
+    """The rollout's loop: ask, run what next_round says, until an action."""
+    rng = random.Random(seed)
+    rounds = []
+    while True:
+        out = spec_decide(rounds, **params)
+        if out["action"] != "measure_more":
+            return out, rounds
+        arm = out["next_round"]["arm"]
+        eff = truth if arm == "candidate" else {}
+        rounds.append({"arm": arm, "result": result(rng, n=out["next_round"]["num_prompts"], cv=cv, **eff)})
+
+
+def test_empty_rounds_ask_for_the_baseline_first():
+    out = spec_decide([])
+    assert (out["decision"], out["action"]) == ("continue", "measure_more")
+    assert out["next_round"] == {"arm": "baseline", "num_prompts": 30}
+
+
+def test_schedule_interleaves_baseline_candidate_candidate_baseline():
+    rounds, arms = [], []
+    for _ in range(8):
+        arm = next_arm(rounds)
+        arms.append(arm[0])
+        rounds.append({"arm": arm})
+    assert "".join(arms) == "bccbbccb"
+
+
+def test_clear_keep_settles_in_few_rounds_with_intervals_around_the_truth():
+    out, rounds = drive({"gain": 0.80, "tpot": -0.45, "c8": 0.20})
+    assert (out["decision"], out["action"]) == ("keep", "keep")
+    assert len(rounds) <= 4
+    assert out["rounds_used"] == len(rounds)
+    assert out["restarts"] == sum(1 for a, b in zip(rounds, rounds[1:]) if a["arm"] != b["arm"])
+    gain = out["estimates"]["c1_throughput_gain"]
+    assert gain["low"] < 0.80 < gain["high"]
+    drop = out["estimates"]["c1_tpot_drop"]
+    assert drop["low"] < 0.45 < drop["high"]
+    assert out["requests_used"] == sum(60 for _ in rounds)
+    assert "Throughput at concurrency 1 changed +" in out["reasons"][0]
+
+
+def test_truly_slower_candidate_is_reverted():
+    out, _rounds = drive({"gain": -0.25, "tpot": 0.20, "c8": -0.20})
+    assert (out["decision"], out["action"]) == ("revert", "revert")
+    assert out["estimates"]["c1_throughput_gain"]["high"] < 0.10
+
+
+def test_a_real_c8_regression_reverts_a_fast_single_stream():
+    out, _rounds = drive({"gain": 0.80, "tpot": -0.45, "c8": -0.25})
+    assert out["action"] == "revert"
+    assert out["estimates"]["c8_throughput_change"]["high"] < 0
+
+
+def test_a_small_c8_drop_inside_the_noise_is_not_kept_on_its_point_estimate():
+    # Today's verdict excused any c=8 drop inside the band; here keep needs the LOWER bound >= -tolerance.
+    out, rounds = drive({"gain": 0.80, "tpot": -0.45, "c8": -0.03}, max_rounds=6)
+    assert out["action"] == "revert"
+    assert out["decision"] in ("revert", "inconclusive")
+    tolerant, _r = drive({"gain": 0.80, "tpot": -0.45, "c8": -0.03}, c8_regression_tolerance=0.10)
+    assert tolerant["action"] == "keep"
+
+
+def test_budget_spent_is_inconclusive_revert_flagged():
+    out, rounds = drive({"gain": 0.30, "tpot": -0.20, "c8": 0.0}, max_rounds=4)
+    assert len(rounds) == 4
+    assert (out["decision"], out["action"], out["flagged"]) == ("inconclusive", "revert", True)
+    assert any("round budget" in r for r in out["reasons"])
+
+
+def test_wall_budget_counts_restarts():
+    rng = random.Random(3)
+    rounds = [{"arm": "baseline", "result": result(rng)}, {"arm": "candidate", "result": result(rng, 0.3, -0.2)}]
+    out = spec_decide(rounds, restart_s=1000.0, max_wall_s=1100.0)
+    assert out["decision"] == "inconclusive"
+    assert out["wall_s_used"] > 1000.0
+    assert any("time budget" in r for r in out["reasons"])
+
+
+def test_high_concurrency_null_skips_the_regression_check():
+    out, _rounds = drive({"gain": 0.80, "tpot": -0.45, "c8": -0.30}, high_concurrency=None)
+    assert out["action"] == "keep"
+    assert "c8_throughput_change" not in out["estimates"]
+
+
+# ---------------------------------------------------------------- bug 1: final="false"
+
+def test_bug1_string_false_is_false():
+    rng = random.Random(5)
+    rounds = [{"arm": "baseline", "result": result(rng)},
+              {"arm": "candidate", "result": result(rng, 0.30, -0.20)}]
+    assert spec_decide(rounds, final="false")["action"] == "measure_more"
+    assert spec_decide(rounds, final="true")["decision"] == "inconclusive"
+    with pytest.raises(ValueError, match="final"):
+        spec_decide(rounds, final="maybe")
+
+
+def test_bug1_string_false_in_todays_verdict():
+    base = result(random.Random(1))
+    cand = result(random.Random(2), 0.30, -0.20)
+    assert spec_verdict(base, cand, final="false")["decision"] == "repeat"
+
+
+# ---------------------------------------------------------------- bug 2: failures
+
+def test_bug2_one_failed_baseline_request_does_not_revert_a_clearly_good_candidate():
+    rng = random.Random(7)
+    rounds = [{"arm": "baseline", "result": result(rng, failed=1)},
+              {"arm": "candidate", "result": result(rng, 0.80, -0.45, 0.20)}]
+    out = spec_decide(rounds)
+    assert out["action"] in ("keep", "measure_more")
+    final, _r = drive({"gain": 0.80, "tpot": -0.45, "c8": 0.20})
+    assert final["action"] == "keep"
+
+
+def test_bug2_a_candidate_failure_in_round_one_is_pooled_with_a_clean_repeat():
+    rng = random.Random(8)
+    rounds = [{"arm": "baseline", "result": result(rng)},
+              {"arm": "candidate", "result": result(rng, 0.80, -0.45, 0.20, failed=4)}]
+    first = spec_decide(rounds)  # 4 of 64 candidate requests: within 10 %
+    assert first["action"] != "revert"
+    rounds += [{"arm": "candidate", "result": result(rng, 0.80, -0.45, 0.20)},
+               {"arm": "baseline", "result": result(rng)}]
+    assert spec_decide(rounds)["action"] == "keep"
+
+
+def test_candidate_failing_beyond_max_failed_ratio_is_reverted():
+    rng = random.Random(9)
+    rounds = [{"arm": "baseline", "result": result(rng)},
+              {"arm": "candidate", "result": result(rng, 0.80, -0.45, 0.20, failed=12)}]
+    out = spec_decide(rounds)
+    assert (out["decision"], out["action"]) == ("revert", "revert")
+    assert "max_failed_ratio" in out["reasons"][0]
+
+
+def test_failed_requests_count_against_the_arm_throughput():
+    rng = random.Random(10)
+    clean = level_evidence(level(rng, 1, 30, 6600.0, 50.0), "x", 0.3)
+    rng = random.Random(10)
+    failing = level_evidence(level(rng, 1, 30, 6600.0, 50.0, failed=3), "x", 0.3)
+    assert failing["thr"] == pytest.approx(clean["thr"] + math.log(30 / 33.0))
+
+
+# ---------------------------------------------------------------- bug 3: bounds
+
+@pytest.mark.parametrize("name,value", [
+    ("drift_prior", 3), ("drift_prior", -0.1), ("z", 0), ("z", 60), ("keep_tpot_drop", 1.5),
+    ("max_failed_ratio", 2), ("round_prompts", 1), ("max_rounds", 1), ("request_cv_prior", 0),
+    ("c8_regression_tolerance", "a lot"), ("low_concurrency", 0), ("high_concurrency", True),
+])
+def test_bug3_parameters_out_of_range_are_refused_by_name(name, value):
+    with pytest.raises(ValueError, match=name):
+        spec_decide([], **{name: value})
+
+
+def test_revert_threshold_above_keep_is_refused():
+    with pytest.raises(ValueError, match="revert_throughput_gain"):
+        spec_decide([], revert_throughput_gain=0.5)
+
+
+def test_unknown_parameter_is_refused():
+    with pytest.raises(ValueError, match="noise_cv"):
+        spec_decide([], noise_cv=0.03)
+
+
+def test_bug3_negative_throughput_is_refused():
+    rng = random.Random(11)
+    bad = result(rng)
+    bad["runs"][0]["throughput_tok_s"] = -5.0
+    with pytest.raises(ValueError, match="throughput_tok_s must not be negative"):
+        spec_decide([{"arm": "baseline", "result": bad}])
+
+
+def test_bug3_todays_verdict_refuses_a_huge_noise_cv_and_negative_throughput():
+    base = result(random.Random(1))
+    cand = result(random.Random(2), 0.3, -0.2)
+    with pytest.raises(ValueError, match="noise_cv"):
+        spec_verdict(base, cand, noise_cv=3)
+    cand["runs"][1]["throughput_tok_s"] = -1.0
+    with pytest.raises(ValueError, match="negative"):
+        spec_verdict(base, cand)
+
+
+def test_malformed_round_is_refused():
+    with pytest.raises(ValueError, match="round 1"):
+        spec_decide([{"arm": "draft", "result": {}}])
+
+
+# ---------------------------------------------------------------- bug 5: advisory
+
+def test_bug5_no_higher_k_advisory_on_a_reverted_host():
+    rng = random.Random(12)
+    rounds = [{"arm": "baseline", "result": result(rng)},
+              {"arm": "candidate", "result": result(rng, -0.3, 0.3, -0.3, acceptance=0.9)}]
+    out = spec_decide(rounds)
+    assert out["action"] == "revert" and out["advisories"] == []
+    kept, _r = drive({"gain": 0.80, "tpot": -0.45, "c8": 0.20, "acceptance": 0.9})
+    assert kept["action"] == "keep" and "num_speculative_tokens" in kept["advisories"][0]
+
+
+def test_bug5_todays_verdict_no_advisory_on_revert():
+    base = result(random.Random(1))
+    cand = result(random.Random(2), -0.3, 0.3, -0.3, acceptance=0.9)
+    out = spec_verdict(base, cand)
+    assert out["action"] == "revert" and out["advisories"] == []
+
+
+# ---------------------------------------------------------------- data without requests
+
+def test_results_without_per_request_data_use_the_prior():
+    rng = random.Random(13)
+    rounds = []
+    for arm, eff in (("baseline", {}), ("candidate", {"gain": 0.8, "tpot": -0.45, "c8": 0.2})):
+        res = result(rng, **eff)
+        for run in res["runs"]:
+            del run["requests"]
+        rounds.append({"arm": arm, "result": res})
+    out = spec_decide(rounds)
+    assert out["estimates"]["c1_throughput_gain"]["point"] == pytest.approx(0.8, abs=0.1)
+    assert out["action"] in ("keep", "measure_more")
+
+
+def test_missing_candidate_level_reverts():
+    rng = random.Random(14)
+    cand = result(rng, 0.8, -0.45)
+    cand["runs"] = cand["runs"][:1]
+    out = spec_decide([{"arm": "baseline", "result": result(rng)}, {"arm": "candidate", "result": cand}])
+    assert out["action"] == "revert" and "concurrency 8" in out["reasons"][0]
+
+
+def test_drift_between_rounds_widens_the_interval():
+    rng = random.Random(15)
+    steady = [{"arm": a, "result": result(rng, **({"gain": 0.3} if a == "candidate" else {}))}
+              for a in ("baseline", "candidate", "candidate", "baseline")]
+    rng = random.Random(15)
+    drifting = [{"arm": a, "result": result(rng, drift=d, **({"gain": 0.3} if a == "candidate" else {}))}
+                for a, d in (("baseline", 1.0), ("candidate", 1.15), ("candidate", 0.87), ("baseline", 1.12))]
+    width = lambda out: (out["estimates"]["c1_throughput_gain"]["high"]  # noqa: E731
+                         - out["estimates"]["c1_throughput_gain"]["low"])
+    assert width(spec_decide(drifting)) > 1.5 * width(spec_decide(steady))
+    assert spec_decide(drifting)["estimates"]["c1_throughput_gain"]["round_drift"] > 0.05
