@@ -19,9 +19,10 @@ import threading
 import time
 
 from ansible_collections.jetson.specdec.plugins.module_utils.bench import client as bc
+from ansible_collections.jetson.specdec.plugins.module_utils.bench import datasets as bench_datasets
 from ansible_collections.jetson.specdec.plugins.module_utils.bench import prometheus as bp
 from ansible_collections.jetson.specdec.plugins.module_utils.bench import prompts as bench_prompts
-from ansible_collections.jetson.specdec.plugins.module_utils.bench.stats import summarize_level
+from ansible_collections.jetson.specdec.plugins.module_utils.bench.stats import request_evidence, summarize_level
 
 perf_counter = time.perf_counter
 SIM_HEADER = "x-jetson-simulated"
@@ -36,6 +37,7 @@ DEFAULTS = {
     "request_timeout": 300.0, "max_duration": 3600.0, "max_failed_ratio": 0.1,
     "prompt_token_ids_range": [10, 500], "power_mode": None, "output_range_ratio": 0.0,
     "ca_path": None, "validate_certs": True,
+    "dataset": None,  # a parsed prompt file (bench/datasets.py) instead of synthetic prompts
 }
 
 
@@ -167,6 +169,7 @@ class Benchmark(object):
         self.prompt_kind = "token_ids"
         self.words = None
         self.seed_counter = 0
+        self.dataset_used = 0
         # A fresh salt per run: see bench_prompts.salt_prompts (prefix cache).
         self.salt = random.SystemRandom().getrandbits(31)
 
@@ -178,6 +181,8 @@ class Benchmark(object):
         same seed, so a seed decides the whole workload."""
         self.seed_counter += 1
         seed = (int(self.cfg["seed"]) * 1000003 + self.seed_counter) & 0x7FFFFFFF
+        if self.cfg["dataset"]:
+            return self._dataset_payloads(count, seed)
         if self.prompt_kind == "token_ids":
             prompts = bench_prompts.token_id_prompts(count, self.input_len, seed,
                                                      self.cfg["prompt_token_ids_range"])
@@ -188,6 +193,15 @@ class Benchmark(object):
         lengths = self._output_lengths(count, seed)
         return ([bc.build_payload(self.cfg["endpoint"], self.model, p, n)
                  for p, n in zip(prompts, lengths)], lengths)
+
+    def _dataset_payloads(self, count, seed):
+        """The operator's prompts as written (no salt: vllm bench serve sends them unchanged),
+        each with its own output length when the file gives one."""
+        items = bench_datasets.sample_prompts(self.cfg["dataset"], count, seed)
+        lengths = [bench_datasets.request_output_len(item, self.output_len) for item in items]
+        self.dataset_used += len(items)
+        return ([bc.build_payload(self.cfg["endpoint"], self.model, item["prompt"], n)
+                 for item, n in zip(items, lengths)], lengths)
 
     def _output_lengths(self, count, seed):
         """Output length of each of ``count`` requests (a seam: the quality
@@ -233,6 +247,12 @@ class Benchmark(object):
         self.input_len, self.output_len = _clamp_lengths(cfg, max_model_len, self.warnings)
         if cfg["endpoint"] == "chat":
             self.prompt_kind = "text"
+        if cfg["dataset"]:
+            try:
+                bench_datasets.check_prompt_lengths(cfg["dataset"], max_model_len)
+            except bench_datasets.DatasetError as exc:
+                raise bc.BenchError(str(exc))
+            self.prompt_kind = "dataset"
         self.words = self.input_len
         if info["simulated"]:
             self.warnings.append("the server is simulated (X-Jetson-Simulated: %s); numbers do not "
@@ -261,6 +281,12 @@ class Benchmark(object):
                        "concurrency": list(cfg["concurrency"]), "prompt_kind": self.prompt_kind},
             "warnings": self.warnings,
         }
+        if cfg["dataset"]:
+            result["workload"] = bench_datasets.describe(cfg["dataset"])
+            result["workload"]["requests_sent"] = self.dataset_used
+        else:
+            result["workload"] = {"name": "synthetic", "format": self.prompt_kind,
+                                  "prompt_token_ids_range": list(cfg["prompt_token_ids_range"])}
         if not probe["ok"]:
             self.warnings.append("the probe request failed (%s)" % probe.get("reason"))
         return result, self._judge(runs, all_records)
@@ -275,6 +301,7 @@ class Benchmark(object):
                          cfg["request_timeout"], self.deadline, self.client_cls)
             payloads, lengths = self._payloads(cfg["num_prompts"])
             before = scrape_spec(self.target, self.deadline - perf_counter(), self.model)
+            t_level = perf_counter()
             records, duration = run_pool(self.target, cfg["endpoint"], payloads, conc,
                                          cfg["request_timeout"], self.deadline, self.client_cls)
             after = scrape_spec(self.target, self.deadline - perf_counter(), self.model)
@@ -284,6 +311,7 @@ class Benchmark(object):
             total_raw = bp.add_raw(total_raw, raw)
             run = summarize_level(conc, records, duration)
             run["spec_decode"] = bp.finish_spec_decode(raw)
+            run["requests"] = request_evidence(records, t_level)
             runs.append(run)
             all_records.extend(records)
         return runs, total_raw, all_records

@@ -110,3 +110,38 @@ def summarize_level(concurrency, records, duration_s):
         "e2e_latency_ms_p99": _ms(percentile(e2els, 99)),
         "errors": errors,
     }
+
+
+def _r(value, digits):
+    return None if value is None else round(value, digits)
+
+
+def request_evidence(records, t0):
+    """One entry per measured request, for a verdict that weighs requests, not medians.
+
+    ``ok``, ``ttft_ms``, ``tpot_ms`` (None with fewer than two output tokens, as in
+    summarize_level), ``e2e_ms``, ``output_tokens``, and ``start_s``/``end_s`` in
+    seconds from ``t0`` (the start of the level's measurement; None for a request
+    that never started).  Failed requests keep their place with ``ok`` false.
+    """
+    out = []
+    for rec in records:
+        ok = bool(rec.get("ok"))
+        tokens = int(rec.get("output_tokens") or 0) if ok else 0
+        ttft = rec.get("ttft") if ok else None
+        latency = rec.get("latency") if ok else None
+        tpot = None
+        if ok and tokens > 1 and latency is not None and ttft is not None:
+            tpot = (latency - ttft) / (tokens - 1)
+        start = rec.get("start")
+        end = rec.get("finish")
+        out.append({
+            "ok": ok,
+            "ttft_ms": _ms(ttft),
+            "tpot_ms": _ms(tpot),
+            "e2e_ms": _ms(latency),
+            "output_tokens": tokens,
+            "start_s": None if start is None else _r(start - t0, 6),
+            "end_s": None if end is None else _r(end - t0, 6),
+        })
+    return out

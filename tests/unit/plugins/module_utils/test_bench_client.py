@@ -74,3 +74,48 @@ def test_preconnect_failure_is_left_to_the_first_request():
     assert client.conn is None
     rec = client.stream(b"{}", 1, time.perf_counter() + 2)
     assert not rec["ok"] and rec["reason"] == "connection_refused"
+
+
+class _ScriptedClient(object):
+    """Stand-in client: every third request fails, the others take 20 ms and return 5 tokens."""
+    count = [0]
+
+    def __init__(self, target, endpoint):
+        pass
+
+    def preconnect(self, end):
+        pass
+
+    def stream(self, body, request_timeout, deadline):
+        self.count[0] += 1
+        start = time.perf_counter()
+        if self.count[0] % 3 == 0:
+            return {"ok": False, "reason": "http_500", "start": start, "finish": start}
+        time.sleep(0.02)
+        return {"ok": True, "start": start, "finish": time.perf_counter(), "ttft": 0.004, "latency": 0.02,
+                "itl": [0.004] * 4, "output_tokens": 5, "usage": True}
+
+    def close(self):
+        pass
+
+
+def test_every_run_keeps_its_requests_as_evidence():
+    _ScriptedClient.count = [0]
+    bench = br.Benchmark({"url": "http://127.0.0.1:9", "concurrency": [1, 2], "num_prompts": 6,
+                          "warmup_prompts": 0, "input_len": 8, "output_len": 5}, client_cls=_ScriptedClient)
+    bench.target, bench.model = bc.Target("http://127.0.0.1:9"), "m"
+    bench.input_len, bench.output_len, bench.words = 8, 5, 8
+    bench.deadline = time.perf_counter() + 20
+    runs, _raw, _records = bench._levels()
+    for run in runs:
+        reqs = run["requests"]
+        assert len(reqs) == 6 == run["completed"] + run["failed"]
+        assert sum(1 for r in reqs if r["ok"]) == run["completed"]
+        assert sum(r["output_tokens"] for r in reqs) == run["output_tokens"]
+        for r in reqs:
+            assert set(r) == {"ok", "ttft_ms", "tpot_ms", "e2e_ms", "output_tokens", "start_s", "end_s"}
+            assert 0 <= r["start_s"] <= r["end_s"] < 5
+            if r["ok"]:
+                assert r["tpot_ms"] == pytest.approx(4.0) and r["e2e_ms"] == pytest.approx(20.0)
+            else:
+                assert r["e2e_ms"] is None and r["output_tokens"] == 0

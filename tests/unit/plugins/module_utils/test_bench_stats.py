@@ -64,3 +64,21 @@ def test_summarize_all_failed_has_no_fake_zeros():
     run = bs.summarize_level(1, [{"ok": False, "reason": "deadline"}], 0.0)
     assert run["tpot_ms_p50"] is None and run["throughput_tok_s"] == 0.0
     assert run["errors"] == {"deadline": 1}
+
+
+def test_request_evidence_one_entry_per_request_in_order():
+    t0 = 100.0
+    recs = [
+        dict(_ok(0.1, 1.1, 11, [0.1] * 10), start=100.5, finish=101.6),
+        dict(_ok(0.3, 0.3, 1, []), start=100.0, finish=100.3),
+        {"ok": False, "reason": "timeout", "start": 101.0, "finish": 103.0},
+        {"ok": False, "reason": "deadline"},
+    ]
+    reqs = bs.request_evidence(recs, t0)
+    assert len(reqs) == 4
+    assert reqs[0] == {"ok": True, "ttft_ms": 100.0, "tpot_ms": 100.0, "e2e_ms": 1100.0, "output_tokens": 11,
+                       "start_s": 0.5, "end_s": 1.6}
+    assert reqs[1]["tpot_ms"] is None and reqs[1]["output_tokens"] == 1  # one token: no TPOT, as summarize_level
+    assert reqs[2] == {"ok": False, "ttft_ms": None, "tpot_ms": None, "e2e_ms": None, "output_tokens": 0,
+                       "start_s": 1.0, "end_s": 3.0}
+    assert reqs[3]["start_s"] is None and reqs[3]["ok"] is False
