@@ -129,6 +129,32 @@ options:
       - The host's power mode name (for example from jetson facts); a warning is added when it
         is not C(MAXN) or C(MAXN_*).
     type: str
+  dataset_path:
+    description:
+      - A prompt file on the host running the module, in one of the formats C(vllm bench serve) reads
+        (see O(dataset_format)); the measured requests are its prompts, sampled with O(seed), instead of
+        synthetic ones. The whole file is checked before the first request; a bad line fails the task
+        naming the line.
+      - Each request's output length is the line's own (C(output_tokens), or the words of a ShareGPT
+        reference answer) bounded by O(output_len), else O(output_len). O(input_len) does not apply.
+      - O(endpoint=chat) applies the model's chat template on the server, as C(vllm bench serve) does for
+        these files by default; O(endpoint=completions) sends the prompt as written, like its
+        C(--skip-chat-template).
+    type: path
+    version_added: 0.2.0
+  dataset_format:
+    description:
+      - V(custom) is C(--dataset-name custom) (a C(.jsonl) file, one object per line with a C(prompt)
+        string); V(spec_bench) is SpecBench's question file (JSONL with C(turns), the first turn is the
+        prompt, and C(category)); V(sharegpt) is a JSON array of C(conversations) with C(from)/C(value).
+    type: str
+    choices: [custom, spec_bench, sharegpt]
+    default: custom
+    version_added: 0.2.0
+  dataset_category:
+    description: Keep only the spec_bench lines of this category (C(--spec-bench-category)).
+    type: str
+    version_added: 0.2.0
   dest:
     description: Also write the result as JSON to this path on the host running the module.
     type: path
@@ -186,6 +212,22 @@ runs:
       description: Spec-decode counters of this level, same keys as the top-level C(spec_decode), or null.
       type: dict
       returned: always
+    requests:
+      description:
+        - One entry per measured request of this level, in send order, failed ones included; the evidence
+          C(jetson.specdec.spec_decide) weighs (a verdict on medians alone throws it away).
+      type: list
+      elements: dict
+      returned: always
+      version_added: 0.2.0
+      contains:
+        ok: {description: The request completed., type: bool, returned: always}
+        ttft_ms: {description: Time to first token in ms (null when it failed)., type: float, returned: always}
+        tpot_ms: {description: Time per output token after the first in ms (null with fewer than two tokens)., type: float, returned: always}
+        e2e_ms: {description: Send to last content chunk in ms (null when it failed)., type: float, returned: always}
+        output_tokens: {description: Output tokens (0 when it failed)., type: int, returned: always}
+        start_s: {description: Seconds from the start of the level's measurement to the send (null if never sent)., type: float, returned: always}
+        end_s: {description: Seconds from the start of the level's measurement to the end of the request., type: float, returned: always}
 spec_decode:
   description: Spec-decode counter differences summed over all measured levels; null when the server exposes none.
   returned: success
@@ -215,6 +257,15 @@ config:
   type: dict
   sample: {input_len: 2048, output_len: 128, output_range_ratio: 0.0, num_prompts: 50, warmup_prompts: 10, endpoint: completions,
            seed: 0, concurrency: [1, 8], prompt_kind: token_ids}
+workload:
+  description:
+    - Which prompts were sent. For a prompt file, its C(name), C(format), C(sha256), C(count) of usable
+      prompts, C(category) filter, C(prompt_words) (min, p50, max), C(categories) (prompts per category,
+      when the file has them) and C(requests_sent). For synthetic prompts, C(name=synthetic), the
+      C(format) (C(token_ids) or C(text)) and C(prompt_token_ids_range).
+  returned: success
+  type: dict
+  version_added: 0.2.0
 bench_warnings:
   description:
     - Benchmark warnings (simulated server, power mode not MAXN, failures, prompt fallback, clamped lengths).
@@ -229,6 +280,7 @@ bench_warnings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.client import BenchError
+from ansible_collections.jetson.specdec.plugins.module_utils.bench.datasets import DatasetError, load_dataset
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.prompts import output_len_bounds
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.runner import run_benchmark
 from ansible_collections.jetson.specdec.plugins.module_utils.common.atomic import atomic_write_json
@@ -255,6 +307,9 @@ def build_module():
             max_duration=dict(type="float", default=3600.0),
             max_failed_ratio=dict(type="float", default=0.1),
             power_mode=dict(type="str"),
+            dataset_path=dict(type="path"),
+            dataset_format=dict(type="str", default="custom", choices=["custom", "spec_bench", "sharegpt"]),
+            dataset_category=dict(type="str"),
             dest=dict(type="path"),
         ),
         supports_check_mode=True,
@@ -295,6 +350,13 @@ def main():
         "url", "model", "api_key", "endpoint", "concurrency", "num_prompts", "warmup_prompts",
         "input_len", "output_len", "output_range_ratio", "seed", "prompt_token_ids_range", "request_timeout",
         "max_duration", "max_failed_ratio", "power_mode", "ca_path", "validate_certs"))
+    if p["dataset_path"]:
+        try:  # the whole file is checked before the server sees a request
+            cfg["dataset"] = load_dataset(p["dataset_path"], p["dataset_format"], p["dataset_category"])
+        except DatasetError as exc:
+            module.fail_json(msg=str(exc), changed=False)
+    elif p["dataset_category"]:
+        module.fail_json(msg="dataset_category needs dataset_path (a spec_bench file)", changed=False)
     try:
         result, failure = run_benchmark(cfg)
     except BenchError as exc:
