@@ -23,6 +23,9 @@ marginal_action):
 * good reverted: gain >= 40 %, TPOT <= -30 %, c=8 >= 0, >= 5 points from every
   threshold, action revert;
 * cost: requests per arm and level on cases >= 10 points from every threshold.
+Besides the matrix, cases/2 clearly good and cases/2 truly slower configs are
+drawn so that the two small error rates rest on enough cases; far, mid, cost
+and the means are over the matrix only.
 
 Usage: .venv/bin/python tests/bench/decision_quality.py [--cases N] [--quick] [--seed S]
 (run from the repository root; ANSIBLE_COLLECTIONS_PATH must reach the collection).
@@ -67,6 +70,19 @@ def draw_truth(rng):
             return rng.uniform(lo, hi)
         return rng.choice(thresholds) + rng.uniform(-0.05, 0.05)
     return dim(-0.40, 1.20, (REVERT_GAIN, KEEP_GAIN)), dim(-0.60, 0.40, (-KEEP_DROP,)), dim(-0.40, 0.40, (0.0,))
+
+
+def draw_good(rng):
+    """A clearly good config: gain >= 45 %, TPOT <= -35 %, c=8 >= +5 % (>= 5 points from every threshold)."""
+    return rng.uniform(0.45, 1.20), rng.uniform(-0.60, -0.35), rng.uniform(0.05, 0.40)
+
+
+def draw_slower(rng):
+    """A truly slower config: c=1 gain < 0, or c=8 change < -5 % (the other effects anywhere)."""
+    gain, tpot, c8 = draw_truth(rng)
+    if rng.random() < 0.5:
+        return rng.uniform(-0.40, 0.0), tpot, c8
+    return gain, tpot, rng.uniform(-0.40, -0.05)
 
 
 def true_action(gain, tpot, c8):
@@ -140,13 +156,13 @@ def run_today(rng, truth, cv, drift_sd):
 
 
 def _case(job):
-    seed, scenario, params = job
+    seed, scenario, params, stratum = job
     rng = random.Random(seed)
-    truth = draw_truth(rng)
+    truth = {"matrix": draw_truth, "good": draw_good, "slower": draw_slower}[stratum](rng)
     _name, cv, drift_sd = scenario
     new = run_new(random.Random(seed * 7 + 1), truth, cv, drift_sd, params)
     today = run_today(random.Random(seed * 7 + 2), truth, cv, drift_sd)
-    return truth, new, today
+    return truth, new, today, stratum
 
 
 # --------------------------------------------------------------------------- scoring
@@ -157,9 +173,17 @@ def score(results, which):
     cost10, n10 = 0.0, 0
     reqs = rounds = restarts = 0.0
     inconclusive = 0
-    for truth, new, today in results:
+    for truth, new, today, stratum in results:
         action, decision, req, rnd, rst = new if which == "new" else today
         gain, tpot, c8 = truth
+        if gain < 0 or c8 < -0.05:
+            slower += 1
+            slower_kept += action == "keep"
+        if gain >= 0.40 and tpot <= -0.30 and c8 >= 0 and distance(gain, tpot, c8) >= 0.05:
+            good += 1
+            good_rev += action == "revert"
+        if stratum != "matrix":
+            continue  # the extra strata only sharpen the two error rates above
         want = true_action(gain, tpot, c8)
         dist = distance(gain, tpot, c8)
         reqs += req
@@ -173,16 +197,10 @@ def score(results, which):
             elif dist >= 0.025:
                 mid += 1
                 mid_ok += action == want
-        if gain < 0 or c8 < -0.05:
-            slower += 1
-            slower_kept += action == "keep"
-        if gain >= 0.40 and tpot <= -0.30 and c8 >= 0 and dist >= 0.05:
-            good += 1
-            good_rev += action == "revert"
         if dist >= 0.10:
             n10 += 1
             cost10 += req / 4.0  # two arms x two levels
-    n = float(len(results))
+    n = float(sum(1 for r in results if r[3] == "matrix"))
     return {"far": far_ok / max(1, far), "mid": mid_ok / max(1, mid), "n_far": far, "n_mid": mid,
             "slower_kept": slower_kept / max(1, slower), "n_slower": slower, "slower_kept_count": slower_kept,
             "good_reverted": good_rev / max(1, good), "n_good": good, "good_reverted_count": good_rev,
@@ -228,11 +246,13 @@ def main(argv=None):
     t0 = time.time()
     pool = multiprocessing.Pool(args.jobs) if args.jobs > 1 else None
     for idx, scenario in enumerate(SCENARIOS):
-        jobs = [(args.seed * 1000003 + idx * 100000 + k, scenario, params) for k in range(cases)]
+        strata = ["matrix"] * cases + ["good"] * (cases // 2) + ["slower"] * (cases // 2)
+        jobs = [(args.seed * 1000003 + idx * 100000 + k, scenario, params, stratum)
+                for k, stratum in enumerate(strata)]
         results = pool.map(_case, jobs, chunksize=50) if pool else [_case(j) for j in jobs]
         name = scenario[0]
-        print("%s (per-request CV %d%%, per-round drift %d%%), %d cases"
-              % (name, 100 * scenario[1], 100 * scenario[2], cases))
+        print("%s (per-request CV %d%%, per-round drift %d%%), %d matrix cases + %d clearly good + %d truly slower"
+              % (name, 100 * scenario[1], 100 * scenario[2], cases, cases // 2, cases // 2))
         new = score(results, "new")
         print(_fmt_row("spec_decide", new))
         print(_fmt_row("today", score(results, "today")))
