@@ -43,7 +43,7 @@ def both(fleet, host, run_ids, **extra):
     procs = []
     for run_id in run_ids:
         log = "%s/%s-%s.log" % (fleet.workdir, host, run_id if run_ids[0] != run_ids[1] else len(procs))
-        procs.append((start_logged(fleet, log, "--limit", host, rollout_run_id=run_id, **extra), log))
+        procs.append((start_logged(fleet, log, "--limit", host + ",localhost", rollout_run_id=run_id, **extra), log))
     results = []
     for proc, log in procs:
         proc.wait(timeout=1500)
@@ -61,9 +61,14 @@ def refused(out):
     return "Rollout lock" in out and "is held by" in out
 
 
+# Short benchmarks: these tests are about the lock, not the numbers.
+QUICK = {"rollout_bench_num_prompts": 6, "rollout_bench_warmup_prompts": 1, "rollout_bench_output_len": 32,
+         "rollout_repeat_on_noise": False}
+
+
 @pytest.fixture(scope="module")
 def fleet(make_fleet):
-    return make_fleet(PREFIX, BOARDS)
+    return make_fleet(PREFIX, BOARDS, hostvars=QUICK)
 
 
 def check_one_winner(fleet, host, results):
@@ -101,8 +106,8 @@ def test_a_long_run_keeps_its_lock_past_the_timeout(fleet):
     host = "fl-long"
     timeout = 20
     log = "%s/%s-long.log" % (fleet.workdir, host)
-    first = start_logged(fleet, log, "--limit", host, rollout_run_id="long", rollout_lock_timeout=timeout,
-                         rollout_bench_num_prompts=24)
+    first = start_logged(fleet, log, "--limit", host + ",localhost", rollout_run_id="long",
+                         rollout_lock_timeout=timeout, rollout_bench_num_prompts=24)
     deadline = time.time() + 900
     while not fleet.lock_held(host):
         assert first.poll() is None and time.time() < deadline, "the run ended before it took the lock"
@@ -112,8 +117,8 @@ def test_a_long_run_keeps_its_lock_past_the_timeout(fleet):
         if first.poll() is not None:
             pytest.skip("the run finished within %d s of taking the lock; nothing to heartbeat" % (timeout + 10))
         time.sleep(0.5)
-    rc, out, dummy = fleet.run("playbooks/rollout.yml", "--limit", host, rollout_run_id="intruder",
-                               rollout_lock_timeout=timeout)
+    rc, out, dummy = fleet.run("playbooks/rollout.yml", "--limit", host + ",localhost",
+                               rollout_run_id="intruder", rollout_lock_timeout=timeout)
     intruder_refused = refused(out)
     first.wait(timeout=1500)
     with open(log) as handle:
@@ -129,7 +134,8 @@ def test_a_long_run_keeps_its_lock_past_the_timeout(fleet):
 def test_connections_dropping_mid_benchmark(fleet):
     host = "fl-drop"
     log = "%s/%s.log" % (fleet.workdir, host)
-    proc = start_logged(fleet, log, "--limit", host, rollout_run_id="drop", rollout_bench_num_prompts=32)
+    proc = start_logged(fleet, log, "--limit", host + ",localhost", rollout_run_id="drop",
+                        rollout_bench_num_prompts=32)
     deadline = time.time() + 900
     # the candidate is up and answering: its benchmark starts now
     while not (fleet.speculative(host) and fleet.active(host) == "active" and fleet.models(host)):
