@@ -14,6 +14,8 @@ import random
 import threading
 import time
 
+from .noise import Noise
+
 WORDS = ("the", "board", "runs", "a", "model", "on", "unified", "memory", "and", "tokens",
          "flow", "through", "its", "GPU", "while", "drafts", "are", "checked", "in", "one",
          "pass", "so", "latency", "drops", "when", "bandwidth", "is", "the", "limit", ".")
@@ -90,6 +92,7 @@ class Request(object):
         self.aborted = False
         self.chunks = []  # (time, n_tokens)
         self.token_seed = rid
+        self.accept_scale = 1.0  # per-request acceptance variation (noise.Noise)
 
     def limit(self):
         if self.eos_after is not None and self.eos_after < self.max_tokens:
@@ -122,7 +125,7 @@ class VirtualClock(object):
 
 class Engine(object):
     def __init__(self, profile, target, spec, max_num_seqs=256, num_blocks=10 ** 9,
-                 block_size=16, clock=None, scale=None, metrics=None, seed=None):
+                 block_size=16, clock=None, scale=None, metrics=None, seed=None, noise=None):
         self.timing = TimingModel(profile, target, spec)
         self.spec = spec
         self.max_num_seqs = int(max_num_seqs)
@@ -133,6 +136,7 @@ class Engine(object):
         self.scale = float(profile.time_scale if scale is None else scale)
         self.metrics = metrics
         self.rng = random.Random(profile.seed if seed is None else seed)
+        self.noise = Noise(noise)
         self.waiting = []
         self.running = []
         self.finished_count = 0
@@ -175,6 +179,7 @@ class Engine(object):
             req.blocks = min(need, self.free_blocks)
             self.free_blocks -= req.blocks
             req.scheduled = self.clock.now()
+            req.accept_scale = self.noise.acceptance_scale()
             self.running.append(req)
 
     def plan(self):
@@ -188,12 +193,14 @@ class Engine(object):
         if prefill:
             duration += self.timing.prefill_step_s(sum(r.prompt_tokens for r in prefill),
                                                    bool(decode))
-        return prefill, decode, duration
+        return prefill, decode, self.noise.step(duration)
 
-    def _draw_accepted(self):
+    def _draw_accepted(self, scale=1.0):
         """Rejection sampling: position i counts only if every earlier one was accepted."""
         accepted = 0
         curve = self.spec.alpha if isinstance(self.spec.alpha, list) else [self.spec.alpha]
+        if scale != 1.0:
+            curve = [min(0.99, a * scale) for a in curve]
         while accepted < self.spec.k and self.rng.random() < curve[min(accepted, len(curve) - 1)]:
             accepted += 1
         return accepted
@@ -215,7 +222,7 @@ class Engine(object):
                 continue
             n = 1
             if self.spec is not None:
-                accepted = self._draw_accepted()
+                accepted = self._draw_accepted(req.accept_scale)
                 n += accepted
                 if m:
                     m.on_spec_step(self.spec.k, accepted)

@@ -28,6 +28,7 @@ _DEFAULTS = {
     "default_alpha": 0.1,
     "acceptance": [],
     "faults": {},
+    "noise": {},
     "block_size": 16,
 }
 _REQUIRED = ("name", "total_memory_bytes", "memory_bandwidth_bytes_per_s",
@@ -68,6 +69,13 @@ class Profile(object):
         for key, value in merged.items():
             if key not in ("models",):
                 setattr(self, key, value)
+        preset = merged.get("noise_preset")
+        if preset:
+            presets = merged.get("noise_presets") or {}
+            if preset not in presets:
+                raise ProfileError("profile %s: noise_preset %r is not one of its noise_presets (%s)"
+                                   % (path, preset, ", ".join(sorted(presets)) or "none"))
+            self.noise = dict(presets[preset])
         self.time_scale = float(self.time_scale)
         if self.time_scale <= 0:
             raise ProfileError("time_scale must be > 0")

@@ -50,7 +50,10 @@ class SimServer(object):
                                            "gpu_memory_utilization": "simulated"})
         self.engine = Engine(profile, target, spec, max_num_seqs=max_num_seqs,
                              num_blocks=plan.num_blocks, block_size=plan.block_size,
-                             metrics=self.metrics, seed=seed)
+                             metrics=self.metrics, seed=seed,
+                             noise=dict(getattr(profile, "noise", None) or {},
+                                        **({"thermal": faults["thermal_throttle"]}
+                                           if faults.get("thermal_throttle") else {})))
         stall = faults.get("stall_mid_stream")
         if stall:
             self.engine.stall = (int(stall.get("after_requests", 0)),
