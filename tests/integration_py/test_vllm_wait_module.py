@@ -13,6 +13,7 @@ def test_ready_server():
     assert not failed and result["models"] == ["tiny"] and result["version"] == "0.20.1"
     assert result["changed"] is False
 
+
 def test_timeout_without_a_service():
     failed, result = run_module(vllm_wait.main, {"url": "http://127.0.0.1:9", "timeout": 2, "interval": 1})
     assert failed and result["cause"] == "health_timeout"

@@ -46,9 +46,9 @@ ROLE_OWNED_SPEC_KEYS = ("method", "model", "num_speculative_tokens", "draft_tens
                         "tensor_parallel_size")
 
 
-
 def _refuse(refusals, rule, message):
     refusals.append({"rule": rule, "message": message})
+
 
 def _check_family(inp, refusals, method):
     family = inp.get("family") or "unknown"
@@ -267,4 +267,3 @@ def _plan(inp):
         result["gpu_memory_utilization"] = spec_util
     result.update(speculative_config=cfg, selection_reason=reason)
     return result
-

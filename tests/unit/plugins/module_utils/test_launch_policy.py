@@ -65,8 +65,8 @@ def test_docs_catalog_states_the_same_k():
     with open(os.path.join(REPO, "docs", "catalog.md")) as handle:
         text = handle.read()
     assert "k = 4" not in text
-    assert re.search(r"draft_model.{0,80}k = %d on Thor, %d on AGX Orin" % (policy.START_K["thor"],
-                                                                         policy.START_K["agx_orin"]), text)
+    rule = r"draft_model.{0,80}k = %d on Thor, %d on AGX Orin" % (policy.START_K["thor"], policy.START_K["agx_orin"])
+    assert re.search(rule, text)
 
 
 def test_vllm_server_defaults_agree_with_the_policy():
