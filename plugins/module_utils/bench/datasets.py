@@ -132,17 +132,32 @@ def parse_dataset(raw, name, fmt, category=None, max_model_len=None):
     if not prompts:
         what = " in category %r" % category if category else ""
         raise DatasetError("%s holds no usable prompt%s" % (name, what))
-    if max_model_len:
-        for item in prompts:
-            words = len(item["prompt"].split())
-            if words >= max_model_len:
-                raise DatasetError("%s %s %d: the prompt has %d words, at least as many tokens, which "
-                                   "does not fit max_model_len %d; shorten it or drop it"
-                                   % (name, "entry" if fmt == "sharegpt" else "line", item["line"],
-                                      words, max_model_len))
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return {"format": fmt, "name": os.path.basename(name), "sha256": digest, "prompts": prompts,
-            "category": category}
+    dataset = {"format": fmt, "name": os.path.basename(name), "sha256": digest, "prompts": prompts,
+               "category": category}
+    check_prompt_lengths(dataset, max_model_len)
+    return dataset
+
+
+def check_prompt_lengths(dataset, max_model_len):
+    """Refuse a prompt with at least ``max_model_len`` words: a word is at least one
+    token, so it cannot fit (the server's own count decides closer cases)."""
+    if not max_model_len:
+        return
+    for item in dataset["prompts"]:
+        words = len(item["prompt"].split())
+        if words >= max_model_len:
+            raise DatasetError("%s %s %d: the prompt has %d words, at least as many tokens, which does "
+                               "not fit max_model_len %d; shorten it or drop it"
+                               % (dataset["name"], "entry" if dataset["format"] == "sharegpt" else "line",
+                                  item["line"], words, max_model_len))
+
+
+def request_output_len(item, output_len):
+    """Output length of one request: the line's own length when it has one (custom
+    ``output_tokens``, the ShareGPT reference completion's words), bounded by ``output_len``."""
+    own = item.get("output_tokens") or item.get("reference_words")
+    return max(1, min(int(own), int(output_len))) if own else int(output_len)
 
 
 def load_dataset(path, fmt, category=None, max_model_len=None):

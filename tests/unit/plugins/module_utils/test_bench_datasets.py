@@ -87,3 +87,11 @@ def test_sampling_is_seeded_and_cycles_through_every_prompt():
     info = describe(data, used=first)
     assert info["count"] == 3 and info["used"] == 7
     assert info["prompt_words"]["min"] == 5 and info["prompt_words"]["max"] == 7
+
+
+def test_output_length_comes_from_the_data_bounded_by_the_setting():
+    from ansible_collections.jetson.specdec.plugins.module_utils.bench.datasets import request_output_len
+    assert request_output_len({"output_tokens": 64}, 128) == 64
+    assert request_output_len({"output_tokens": 500}, 128) == 128
+    assert request_output_len({"reference_words": 7}, 128) == 7
+    assert request_output_len({}, 128) == 128
