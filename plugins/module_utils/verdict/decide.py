@@ -98,9 +98,9 @@ def _unusable(rounds, levels):
             if lvl is None:
                 return rnd["arm"], "Round %d (%s) has no run at concurrency %d." % (i + 1, rnd["arm"], c)
             if lvl["thr"] is None:
+                total = lvl["failed"] + lvl["completed"]
                 return rnd["arm"], ("Round %d (%s) reports zero or missing throughput at concurrency %d "
-                                    "(%d of %d requests failed)." % (i + 1, rnd["arm"], c, lvl["failed"],
-                                                                      lvl["failed"] + lvl["completed"]))
+                                    "(%d of %d requests failed)." % (i + 1, rnd["arm"], c, lvl["failed"], total))
             if c == levels[0] and lvl["tpot"] is None:
                 return rnd["arm"], ("Round %d (%s) has no TPOT at concurrency %d, so the TPOT rule cannot be "
                                     "checked." % (i + 1, rnd["arm"], c))
@@ -385,8 +385,8 @@ def spec_decide(rounds, **params):
     if decision == "marginal":
         if open_names:
             reasons.append("Marginal: %s is not settled, but every outcome leads to the same action '%s' "
-                           "(marginal_action), so no more rounds are needed." % (_open_sentence(open_names, p),
-                                                                                  action))
+                           "(marginal_action), so no more rounds are needed."
+                           % (_open_sentence(open_names, p), action))
         else:
             reasons.append("Marginal: between the revert and keep thresholds or short of the TPOT target; "
                            "action is '%s' (marginal_action)." % action)
