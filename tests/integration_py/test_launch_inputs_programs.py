@@ -48,6 +48,9 @@ def test_owned_flags_are_real_vllm_flags_and_prefix_checks_match_argparse():
         assert flag in long_names, flag
     for flag in ("api-key", "hf-token", "config", "middleware"):
         assert flag in long_names
+    # An allowed name this vLLM does not have (older releases' flags) must not abbreviate a real flag.
+    for allowed in inputs.ALLOWED_FLAGS - long_names:
+        assert not [real for real in long_names if real.startswith(allowed)], allowed
     # Every real flag that reaches the owned memory/secret knobs through a prefix is caught.
     for real in long_names:
         if real in inputs.NEVER_ALLOWED:
