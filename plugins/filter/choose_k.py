@@ -20,7 +20,7 @@ def spec_choose_k(candidate, baseline, k_measured, **params):
         raise AnsibleFilterError("spec_choose_k: %s" % exc)
     except TypeError as exc:
         raise AnsibleFilterError("spec_choose_k: unknown or missing option (%s); options are method, "
-                                 "concurrency and tie_tolerance" % exc)
+                                 "concurrency, tie_tolerance and others" % exc)
 
 
 class FilterModule(object):
