@@ -261,7 +261,10 @@ workload:
   description:
     - Which prompts were sent. For a prompt file, its C(name), C(format), C(sha256), C(count) of usable
       prompts, C(category) filter, C(prompt_words) (min, p50, max), C(categories) (prompts per category,
-      when the file has them) and C(requests_sent). For synthetic prompts, C(name=synthetic), the
+      when the file has them) and C(requests_sent). With categories and speculation on,
+      C(acceptance_by_category) gives each category's spec-decode counters (keys of C(spec_decode) plus
+      C(requests)) from a separate untimed pass of up to four of its prompts at concurrency 1, before
+      the result is returned. For synthetic prompts, C(name=synthetic), the
       C(format) (C(token_ids) or C(text)) and C(prompt_token_ids_range).
   returned: success
   type: dict

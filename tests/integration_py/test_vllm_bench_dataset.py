@@ -69,3 +69,28 @@ def test_synthetic_default_is_named():
         failed, res = run_module(vllm_bench.main, _args(srv, input_len=8))
     assert not failed and res["workload"]["name"] == "synthetic"
     assert res["workload"]["format"] == "token_ids"
+
+
+def test_acceptance_is_split_by_category_when_speculation_is_on():
+    path = os.path.join(FIXTURES, "spec_bench.jsonl")
+    with FakeVLLM(tokens_per_chunk=2, k_spec=2) as srv:
+        failed, res = run_module(vllm_bench.main, _args(srv, dataset_path=path, dataset_format="spec_bench",
+                                                        endpoint="chat"))
+        sent = [b["messages"][0]["content"] for b in srv.bodies]
+    assert not failed, res
+    split = res["workload"]["acceptance_by_category"]
+    assert sorted(split) == ["math", "writing"]
+    assert split["math"]["requests"] == 1 and split["writing"]["requests"] == 2
+    assert split["math"]["drafts"] > 0 and split["math"]["acceptance_rate"] == 0.5
+    # the pass is outside the measured level: the level still counts num_prompts requests
+    assert res["runs"][0]["completed"] == 5 and sent.count("What is 12 * 13?") >= 1
+
+
+def test_no_split_without_speculation_or_categories():
+    with FakeVLLM() as srv:
+        failed, res = run_module(vllm_bench.main, _args(srv, dataset_path=os.path.join(FIXTURES, "spec_bench.jsonl"),
+                                                        dataset_format="spec_bench"))
+    assert not failed and "acceptance_by_category" not in res["workload"]
+    with FakeVLLM(k_spec=2) as srv:
+        failed, res = run_module(vllm_bench.main, _args(srv, dataset_path=os.path.join(FIXTURES, "mixed.jsonl")))
+    assert not failed and "acceptance_by_category" not in res["workload"]

@@ -177,6 +177,15 @@ def sample_prompts(dataset, count, seed):
     return [items[i % len(items)] for i in range(count)]
 
 
+def by_category(dataset):
+    """{category: prompts in file order} when the file has categories, else {}."""
+    groups = {}
+    for item in dataset["prompts"]:
+        if item.get("category"):
+            groups.setdefault(item["category"], []).append(item)
+    return groups
+
+
 def _quantiles(values):
     data = sorted(values)
     return {"min": data[0], "p50": data[len(data) // 2], "max": data[-1]}

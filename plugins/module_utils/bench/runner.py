@@ -30,6 +30,8 @@ SIM_HEADER = "x-jetson-simulated"
 # switch interval (5 ms by default): far too coarse for per-chunk timing.
 SWITCH_INTERVAL = 0.0002
 
+CATEGORY_PROMPTS = 4  # requests per category in the acceptance-by-category pass
+
 DEFAULTS = {
     "url": "http://127.0.0.1:8000", "model": None, "api_key": None,
     "endpoint": "completions", "concurrency": [1, 8], "num_prompts": 50,
@@ -197,7 +199,9 @@ class Benchmark(object):
     def _dataset_payloads(self, count, seed):
         """The operator's prompts as written (no salt: vllm bench serve sends them unchanged),
         each with its own output length when the file gives one."""
-        items = bench_datasets.sample_prompts(self.cfg["dataset"], count, seed)
+        return self._item_payloads(bench_datasets.sample_prompts(self.cfg["dataset"], count, seed))
+
+    def _item_payloads(self, items):
         lengths = [bench_datasets.request_output_len(item, self.output_len) for item in items]
         self.dataset_used += len(items)
         return ([bc.build_payload(self.cfg["endpoint"], self.model, item["prompt"], n)
@@ -266,6 +270,7 @@ class Benchmark(object):
         try:
             probe = self._probe()
             runs, total_raw, all_records = self._levels()
+            by_category = self._category_acceptance()
         finally:
             sys.setswitchinterval(old_switch)
         result = {
@@ -284,12 +289,37 @@ class Benchmark(object):
         if cfg["dataset"]:
             result["workload"] = bench_datasets.describe(cfg["dataset"])
             result["workload"]["requests_sent"] = self.dataset_used
+            if by_category:
+                result["workload"]["acceptance_by_category"] = by_category
         else:
             result["workload"] = {"name": "synthetic", "format": self.prompt_kind,
                                   "prompt_token_ids_range": list(cfg["prompt_token_ids_range"])}
         if not probe["ok"]:
             self.warnings.append("the probe request failed (%s)" % probe.get("reason"))
         return result, self._judge(runs, all_records)
+
+    def _category_acceptance(self):
+        """Acceptance per category of a file that has categories, or None.
+
+        The server's counters are global, so each category gets its own short pass at
+        concurrency 1 (not timed, not part of any level) with a scrape on each side."""
+        groups = bench_datasets.by_category(self.cfg["dataset"]) if self.cfg["dataset"] else {}
+        if not groups:
+            return None
+        out = {}
+        for category in sorted(groups):
+            before = scrape_spec(self.target, self.deadline - perf_counter(), self.model)
+            if before is None:
+                return None  # speculation off: there is no acceptance to split
+            items = groups[category][:CATEGORY_PROMPTS]
+            records, dummy = run_pool(self.target, self.cfg["endpoint"], self._item_payloads(items)[0], 1,
+                                      self.cfg["request_timeout"], self.deadline, self.client_cls)
+            after = scrape_spec(self.target, self.deadline - perf_counter(), self.model)
+            spec = bp.finish_spec_decode(bp.spec_decode_delta(before, after))
+            if spec is not None:
+                spec["requests"] = sum(1 for r in records if r.get("ok"))
+            out[category] = spec
+        return out
 
     def _levels(self):
         cfg = self.cfg
