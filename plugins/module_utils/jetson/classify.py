@@ -15,7 +15,7 @@ Rules (strong evidence first, memory last, conflicts give null + a warning):
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.jetson.specdec.plugins.module_utils.jetson import boards as boards
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import boards
 
 
 def _family_votes(model, compatible, dt_parts, bc_part):

@@ -10,11 +10,11 @@ supplies it; tests pass a fake. Nothing here raises on bad input.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.jetson.specdec.plugins.module_utils.jetson import boards as boards
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import boards
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson import devicetree as dt
-from ansible_collections.jetson.specdec.plugins.module_utils.jetson import probes as probes
-from ansible_collections.jetson.specdec.plugins.module_utils.jetson import release as release
-from ansible_collections.jetson.specdec.plugins.module_utils.jetson import sysfiles as sysfiles
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import probes
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import release
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import sysfiles
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson.bootcontrol import parse_boot_control
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson.classify import classify
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson.files import RootReader

@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 jetson.specdec contributors
 # SPDX-License-Identifier: Apache-2.0
-from ansible_collections.jetson.specdec.plugins.module_utils.jetson import boards as boards
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import boards
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson.classify import classify
 
 GIB = 1024 ** 3
