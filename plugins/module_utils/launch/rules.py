@@ -32,9 +32,7 @@ __metaclass__ = type
 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import select_speculation
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.compat import draft_mismatch
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.gates import (  # noqa: F401 (public names)
-    check_runtime, image_vllm_version, is_orin_image, parse_version,
-)
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.gates import check_runtime
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
     ACCEPTANCE_FOR_HIGHER_K, K_RANGE, MAX_SPECULATIVE_CONCURRENCY, PLAN_METHODS, SMALL_ORIN_FAMILIES,
     SPECULATION_FAMILIES, UTILIZATION_DROP, UTILIZATION_MAX, UTILIZATION_MIN, speculative_utilization, start_k,

@@ -1,12 +1,12 @@
 """The Jetson speculative-decoding rules (plan_launch); the fallback ladder is in test_launch_ladder.py."""
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.rules import (
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.gates import (
     image_vllm_version,
     is_orin_image,
     parse_version,
-    plan_launch,
 )
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.rules import plan_launch
 
 HEAD = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
 DRAFT = "meta-llama/Llama-3.2-1B-Instruct"
@@ -131,4 +131,3 @@ def test_images():
     assert image_vllm_version("vllm/vllm-openai:v0.20.1") == (0, 20, 1)
     assert image_vllm_version("vllm/vllm-openai:latest") is None
     assert image_vllm_version("registry:5000/vllm") is None
-
