@@ -43,6 +43,15 @@ def rollout_bench_result(result):
     return rec.bench_result(plain(result))
 
 
+def rollout_state_outcome(record, applied_argv, baseline_argv, rung, family, model, run_id):
+    """The state file's status, verdict, last_good, benchmarks, attempts and info of a finished host."""
+    try:
+        return rec.state_outcome(plain(record), plain(applied_argv), plain(baseline_argv), plain(rung), family, model,
+                                 run_id)
+    except rec.RecordError as exc:
+        raise AnsibleFilterError("jetson.specdec.rollout_state_outcome: %s" % exc)
+
+
 def rollout_ladder(record, rungs):
     """{next, rung, exhausted}: the fallback rung to try next (or that runs), from the failed attempts."""
     return rec.ladder(plain(record), plain(rungs))
@@ -71,4 +80,5 @@ class FilterModule(object):
     def filters(self):
         return {"rollout_record": rollout_record, "rollout_bench_result": rollout_bench_result,
                 "rollout_verdict": rollout_verdict, "rollout_ladder": rollout_ladder,
+                "rollout_state_outcome": rollout_state_outcome,
                 "rollout_rounds": rollout_rounds}

@@ -1,9 +1,13 @@
 """vLLM bound to a LAN address: the rollout talks to the URL of the launch plan.
 
-The board's vLLM listens on the container's own network address, not on loopback
-(vllm_server_host and vllm_server_health_host). Before the launch plan was published,
+The board's vLLM listens on a non-loopback address of the container (vllm_server_host
+and vllm_server_health_host), nothing on 127.0.0.1. Before the launch plan was published,
 the rollout's benchmarks and health checks hard-coded 127.0.0.1 and this host failed
 after a passing deploy.
+
+The test-bed boards run without a network (--network none), so the address is added as
+an alias of lo (a TEST-NET-1 address, RFC 5737) with SIOCSIFADDR (the board image has no
+`ip`); this board alone gets CAP_NET_ADMIN for it.
 """
 import json
 import os
@@ -15,18 +19,24 @@ from harness import assert_state, board
 
 PREFIX = "specdec-hh-"
 HOST = "hh-lan"
+ADDRESS = "192.0.2.10"
+ADD_ADDRESS = (
+    "import fcntl, socket, struct\n"
+    "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+    "req = struct.pack('16sH2s4s8s', b'lo:1', socket.AF_INET, b'', socket.inet_aton('%s'), b'')\n"
+    "fcntl.ioctl(s.fileno(), 0x8916, req)\n" % ADDRESS)  # SIOCSIFADDR
 
 
-def container_address(fleet, host):
-    out = subprocess.run(["docker", "inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}} {{end}}",
-                          fleet.container(host)], check=True, capture_output=True, text=True, timeout=60).stdout
-    return out.split()[0]
+def add_lan_address(fleet, host):
+    subprocess.run(["docker", "exec", fleet.container(host), "python3", "-c", ADD_ADDRESS],
+                   check=True, capture_output=True, text=True, timeout=60)
+    return ADDRESS
 
 
 @pytest.fixture(scope="module")
 def fleet(make_fleet):
-    fleet = make_fleet(PREFIX, [board(HOST, "thor-01")])
-    fleet.address = container_address(fleet, HOST)
+    fleet = make_fleet(PREFIX, [dict(board(HOST, "thor-01"), docker_flags=["--cap-add", "NET_ADMIN"])])
+    fleet.address = add_lan_address(fleet, HOST)
     host_vars = os.path.join(fleet.inventory, "host_vars")
     os.makedirs(host_vars, exist_ok=True)
     with open(os.path.join(host_vars, HOST + ".yml"), "w") as handle:

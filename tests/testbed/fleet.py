@@ -65,7 +65,9 @@ def up(fleet, inventory_dir):
     down(fleet)
     hosts = {}
     for board, name in zip(fleet["boards"], container_names(fleet)):
-        docker("run", "-d", "--name", name, "--hostname", board["name"], *RUN_FLAGS, image, "/lib/systemd/systemd")
+        # a board's "docker_flags" (for example a capability one test needs) follow the common ones
+        docker("run", "-d", "--name", name, "--hostname", board["name"], *RUN_FLAGS, *board.get("docker_flags", []),
+               image, "/lib/systemd/systemd")
         prepare(name, board)
         hostvars = {"ansible_connection": "community.docker.docker", "ansible_host": name,
                     "ansible_python_interpreter": "/usr/bin/python3",

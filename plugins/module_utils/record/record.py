@@ -222,6 +222,28 @@ def judged(record, verdict, rounds, rung, stored):
     return out
 
 
+def state_outcome(record, applied_argv, baseline_argv, rung, family, model, run_id):
+    """What the host's state file records once the host is done: a refusal, or the verdict
+    with what runs now (``applied_argv``: the launch applied last, the kept rung's or the
+    baseline's), both benchmarks and the ladder's attempts."""
+    status = record.get("status")
+    if status == "refused":
+        return {"status": "refused", "verdict": {"decision": "refused", "reasons": record.get("reasons") or []},
+                "info": {"family": family, "model": model, "simulated": bool(record.get("simulated"))}}
+    if status not in ("kept", "reverted"):
+        raise RecordError("only a refused, kept or reverted host has an outcome to write, got %r" % (status,))
+    kept = status == "kept"
+    return {"status": status, "verdict": record.get("verdict"),
+            "last_good": ({"kind": "candidate", "argv": applied_argv, "rung": (rung or {}).get("label")} if kept
+                          else {"kind": "baseline", "argv": baseline_argv}),
+            "benchmarks": {"baseline": record.get("baseline"), "candidate": record.get("candidate")},
+            "attempts": record.get("attempts") or [],
+            "info": {"family": family, "model": model,
+                     "method": (rung or {}).get("vllm_server_speculative_method") if kept else None,
+                     "run_id": run_id, "simulated": bool(record.get("simulated")),
+                     "config_after": record.get("config_after")}}
+
+
 def refused(record, refusal):
     """Speculation is refused on this host: one reason per rule (the first line names the host)."""
     lines = str(refusal or "refused").split("\n")

@@ -168,3 +168,27 @@ def test_filter_dispatches_events_and_names_an_unknown_one():
     assert filters["rollout_rounds"](rounds, "baseline", "all") == [{"n": 1}, {"n": 2}]
     with pytest.raises(AnsibleFilterError, match="noise_cv|non-negative"):
         filters["rollout_verdict"](record, [], RUNGS, None, PARAMS, -1)
+
+
+def test_state_outcome_of_a_kept_a_reverted_and_a_refused_host():
+    rounds = [{"phase": "baseline", "result": bench(20, 50)}, {"phase": "candidate", "result": bench(30, 30)}]
+    rung = dict(RUNGS[0], vllm_server_speculative_method="eagle3")
+    kept = rec.judged(rec.new_record("h", "run", JETSON), {"decision": "keep", "action": "keep"}, rounds, rung,
+                      stored(True))
+    out = rec.state_outcome(kept, ["vllm", "serve", "--spec"], ["vllm", "serve"], rung, "thor", "m", "run")
+    assert out["status"] == "kept" and out["last_good"] == {"kind": "candidate", "argv": ["vllm", "serve", "--spec"],
+                                                            "rung": rung["label"]}
+    assert out["info"] == {"family": "thor", "model": "m", "method": "eagle3", "run_id": "run", "simulated": False,
+                           "config_after": rung["label"]}
+    assert out["benchmarks"] == {"baseline": bench(20, 50), "candidate": bench(30, 30)}
+    assert out["attempts"][-1]["result"] == "started"
+    reverted = rec.judged(rec.new_record("h", "run", JETSON), {"decision": "revert", "action": "revert"}, rounds, rung,
+                          stored(True))
+    back = rec.state_outcome(reverted, ["vllm", "serve"], ["vllm", "serve"], rung, "thor", "m", "run")
+    assert back["last_good"] == {"kind": "baseline", "argv": ["vllm", "serve"]} and back["info"]["method"] is None
+    refused = rec.refused(rec.new_record("h", "run", JETSON), "x:\nfamily.no: no")
+    assert rec.state_outcome(refused, [], [], None, "orin-nano", "m", "run") == {
+        "status": "refused", "verdict": {"decision": "refused", "reasons": ["family.no: no"]},
+        "info": {"family": "orin-nano", "model": "m", "simulated": False}}
+    with pytest.raises(rec.RecordError, match="queued"):
+        rec.state_outcome({"status": "queued"}, [], [], None, "thor", "m", "run")
