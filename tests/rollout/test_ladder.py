@@ -13,14 +13,18 @@ import pytest
 from harness import assert_serving, assert_state, board
 
 PREFIX = "specdec-ld-"
+TARGET = "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16"  # inventories/example/group_vars/all.yml
+MISSING = "acme/missing-llama-draft"
 VOCAB = ("Target and draft model should have the same vocabulary size. Target model vocab_size=128256. "
          "Draft model vocab_size=151936. Using models with different tokenizers can cause out-of-bounds errors "
          "during speculative decoding.")
 BOARDS = [
     board("ld-oom", "agx-01", faults={"oom_when_speculative": True}),
     board("ld-reject", "agx-01", faults={"reject_speculative_config": VOCAB, "when": "speculative"}),
-    board("ld-missing", "agx-01", hostvars={"vllm_server_speculative_method": "draft_model",
-                                            "vllm_server_speculative_model": "acme/missing-llama-draft"}),
+    # A catalogued draft (so preflight knows its size and vocabulary) that the board cannot load.
+    board("ld-missing", "agx-01", hostvars={"vllm_server_model_catalog": {TARGET: dict(
+        family="llama3", weight_bytes=5700000000, kv_bytes_per_token=131072, vocab_size=128256, eagle3_heads=[],
+        draft_models=[dict(model=MISSING, weight_bytes=500000000, kv_bytes_per_token=32768, vocab_size=128256)])}}),
 ]
 
 
@@ -68,6 +72,6 @@ def test_a_missing_model_ends_at_off_naming_the_download_problem(fleet):
     tried = attempts(fleet, "ld-missing")
     assert len(tried) == 1, tried
     assert tried[0]["cause"] == "model_not_found"
-    assert "acme/missing-llama-draft" in tried[0]["next"] and "Invalid repository ID" in tried[0]["next"]
+    assert MISSING in tried[0]["next"] and "Invalid repository ID" in tried[0]["next"]
     assert_serving(fleet, "ld-missing", speculative=False)
     assert_state(fleet, "ld-missing", "reverted", "revert")
