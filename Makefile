@@ -42,6 +42,7 @@ unit: venv collection-path
 	$(BIN)/pytest -q tests/unit
 
 unit-integration: venv collection-path
+	bash tests/integration_py/ensure_chromium.sh
 	$(BIN)/pytest -q tests/integration_py tests/simulator/tests
 
 lint: venv collection-path
