@@ -380,6 +380,13 @@ def spec_decide(rounds, **params):
     if len(actions) > 1:
         reasons.append("Not settled yet: the interval still straddles %s." % _open_sentence(open_names, p))
         return _continue_or_stop(data, usage, p, levels, reasons, est, open_names)
+    if usage["rounds"] < p["min_rounds"] and not p["final"]:
+        # Every interval rests on the drift between rounds; until one arm has been measured twice
+        # that is only the prior, and a board that wanders 15 % between rounds would be judged on 3 %.
+        reasons.append("Looks like '%s', but %d rounds are needed before a decision (min_rounds), so the "
+                       "drift between rounds is measured." % (possible.pop() if len(possible) == 1 else "marginal",
+                                                               p["min_rounds"]))
+        return _continue_or_stop(data, usage, p, levels, reasons, est, open_names)
     action = actions.pop()
     decision = possible.pop() if len(possible) == 1 else "marginal"
     if decision == "marginal":

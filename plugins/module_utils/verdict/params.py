@@ -35,6 +35,10 @@ DEFAULTS = {
     # Per-request CV assumed for results without per-request data.
     "request_cv_prior": 0.3,
     "round_prompts": 30,
+    # Rounds before any decision: B C C, so one arm has been measured twice and
+    # the drift between rounds is measured, not only assumed (a board whose
+    # clocks wander 15 % between rounds looked as steady as the prior at B C).
+    "min_rounds": 3,
     "max_rounds": 40,
     "max_requests": 2400,
     "max_wall_s": 14400.0,
@@ -61,6 +65,7 @@ FRACTIONS = {
 }
 INTEGERS = {
     "round_prompts": (5, 100000),
+    "min_rounds": (2, 100),
     "max_rounds": (2, 100),
     "max_requests": (10, 10 ** 7),
 }
@@ -120,6 +125,8 @@ def validate(params):
     for name in INTEGERS:
         p[name] = _int(name, p[name])
     p["final"] = to_bool(p["final"], "final")
+    if p["min_rounds"] > p["max_rounds"]:
+        raise ValueError("spec_decide: min_rounds (%d) must not exceed max_rounds (%d)" % (p["min_rounds"], p["max_rounds"]))
     if p["revert_throughput_gain"] > p["keep_throughput_gain"]:
         raise ValueError("spec_decide: revert_throughput_gain (%r) must not exceed keep_throughput_gain (%r); "
                          "lower revert_throughput_gain" % (p["revert_throughput_gain"], p["keep_throughput_gain"]))

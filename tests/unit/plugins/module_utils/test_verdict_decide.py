@@ -230,7 +230,7 @@ def test_bug5_no_higher_k_advisory_on_a_reverted_host():
     rng = random.Random(12)
     rounds = [{"arm": "baseline", "result": result(rng)},
               {"arm": "candidate", "result": result(rng, -0.3, 0.3, -0.3, acceptance=0.9)}]
-    out = spec_decide(rounds)
+    out = spec_decide(rounds, min_rounds=2)
     assert out["action"] == "revert" and out["advisories"] == []
     kept, _r = drive({"gain": 0.80, "tpot": -0.45, "c8": 0.20, "acceptance": 0.9})
     assert kept["action"] == "keep" and "num_speculative_tokens" in kept["advisories"][0]
@@ -277,3 +277,34 @@ def test_drift_between_rounds_widens_the_interval():
                          - out["estimates"]["c1_throughput_gain"]["low"])
     assert width(spec_decide(drifting)) > 1.5 * width(spec_decide(steady))
     assert spec_decide(drifting)["estimates"]["c1_throughput_gain"]["round_drift"] > 0.05
+
+
+def test_no_decision_before_one_arm_was_measured_twice():
+    rng = random.Random(16)
+    rounds = [{"arm": "baseline", "result": result(rng)},
+              {"arm": "candidate", "result": result(rng, 0.80, -0.45, 0.20)}]
+    out = spec_decide(rounds)
+    assert out["action"] == "measure_more" and out["next_round"]["arm"] == "candidate"
+    assert "min_rounds" in out["reasons"][-1]
+    rounds.append({"arm": "candidate", "result": result(rng, 0.80, -0.45, 0.20)})
+    assert spec_decide(rounds)["action"] == "keep"
+    slow = rounds[:1] + [{"arm": "candidate", "result": result(rng, -0.30, 0.30, -0.30)}]
+    assert spec_decide(slow)["action"] == "measure_more"
+    assert spec_decide(slow, min_rounds=2)["action"] == "revert"
+
+
+def test_a_wandering_board_is_not_kept_on_the_prior():
+    # Drift of 25 % between rounds: B C looks like a clear keep on the 3 % prior, the second
+    # candidate round shows the wander and the verdict keeps measuring.
+    rng = random.Random(17)
+    rounds = [{"arm": "baseline", "result": result(rng, drift=0.8)},
+              {"arm": "candidate", "result": result(rng, 0.40, -0.30, 0.10, drift=1.0)},
+              {"arm": "candidate", "result": result(rng, 0.40, -0.30, 0.10, drift=1.35)}]
+    out = spec_decide(rounds)
+    assert out["action"] == "measure_more"
+    assert out["estimates"]["c1_throughput_gain"]["round_drift"] > 0.1
+
+
+def test_min_rounds_above_max_rounds_is_refused():
+    with pytest.raises(ValueError, match="min_rounds"):
+        spec_decide([], min_rounds=10, max_rounds=5)
