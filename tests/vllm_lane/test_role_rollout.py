@@ -251,6 +251,8 @@ def test_role_eagle3_on_real_vllm(hosts):
              "vllm_server_speculative_model": head, "vllm_server_force_speculation": False,
              "vllm_server_facts_root": str(THOR_FIXTURE),
              "vllm_server_model_catalog": _eagle3_catalog(hosts["models"]),
+             # under a load average above 10 a start takes minutes (docs/real-lane.md)
+             "vllm_server_health_timeout": 900,
              "lane_failure_file": str(hosts["logs"] / "eagle3-failure.json")}
     t0 = time.monotonic()
     rc, out = rh.ansible_playbook(hosts["inventory"], ROLE_PLAY, extra,
