@@ -40,10 +40,12 @@ step "collection tarball (ansible-galaxy collection build)"
 step "execution environment (ansible-builder build, docker, --network host for pip)"
 read -r -a PIP_ARGS <<<"$("$BIN/python" tests/ee/ee_tools.py definition "$WORK/execution-environment.yml" "$BASE_TAG" "$WORK/collections")"
 EE_TAG=jetson-specdec/ee:test
-"$BIN/ansible-builder" build -f "$WORK/execution-environment.yml" --context "$WORK/context" -t "$EE_TAG" \
+# JETSON_SPECDEC_EE_REUSE=1 keeps an existing image (a rerun of the rollout part only).
+[ "${JETSON_SPECDEC_EE_REUSE:-0}" = 1 ] && docker image inspect "$EE_TAG" >/dev/null 2>&1 && echo "reusing $EE_TAG" \
+|| "$BIN/ansible-builder" build -f "$WORK/execution-environment.yml" --context "$WORK/context" -t "$EE_TAG" \
     --container-runtime docker --extra-build-cli-args="--network host" "${PIP_ARGS[@]}" -v 1 >"$WORK/builder.log" 2>&1 \
     || { tail -n 40 "$WORK/builder.log"; echo "ansible-builder failed; log: $WORK/builder.log" >&2; exit 1; }
-docker run --rm --entrypoint ansible-galaxy "$EE_TAG" collection list jetson.specdec | tail -n 1
+docker run --rm "$EE_TAG" ansible-galaxy collection list jetson.specdec | tail -n 1
 docker image ls --format '{{.Repository}}:{{.Tag}} {{.Size}}' "$EE_TAG"
 
 step "simulated fleet: $("$BIN/python" -c 'import sys;sys.path.insert(0,"tests/ee");import ee_tools;print(", ".join(ee_tools.FLEET_BOARDS))')"
