@@ -215,6 +215,9 @@ def judged(record, verdict, rounds, rung, stored):
     if rung:
         out = add_attempt(out, rung, True)
     candidate = last_round(rounds, "candidate")
+    if len(phase_results(rounds, "candidate")) > 1:
+        # measured again because the first result was within the noise band
+        out.update(repeated=True, repeat_reason=verdict.get("ambiguous") or verdict.get("reasons"))
     out.update(status="kept" if kept else "reverted", verdict=verdict, reasons=list(verdict.get("reasons") or []),
                baseline=last_round(rounds, "baseline"), candidate=candidate,
                spec_decode=(candidate or {}).get("spec_decode"),

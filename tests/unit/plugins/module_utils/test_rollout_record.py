@@ -122,9 +122,11 @@ def test_judged_record_keeps_the_last_benchmark_of_each_arm_and_the_started_rung
     assert out["simulated"] is True and out["resumed_pending"] is True
     assert out["config_before"] == "eagle3 at utilization 0.70"
     assert out["attempts"][-1]["result"] == "started" and out["reasons"] == ["faster"]
+    assert out["repeated"] is True and out["repeat_reason"] == ["faster"]
     reverted = rec.judged(rec.new_record("h", "run", JETSON), {"decision": "revert", "action": "revert"}, rounds,
                           None, stored(True))
     assert reverted["status"] == "reverted" and reverted["config_after"] == "baseline" and reverted["attempts"] == []
+    assert "repeated" not in rec.judged({}, {"decision": "keep", "action": "keep"}, rounds[:2], None, stored(True))
     with pytest.raises(rec.RecordError, match="keep or revert"):
         rec.judged({}, {"decision": "repeat"}, rounds, None, stored(True))
 
