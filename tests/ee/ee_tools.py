@@ -5,7 +5,8 @@ ansible-builder, the rollout run in it with ansible-runner).
                                                             for the test bed's Debian base
   ee_tools.py fleet OUT.json                                a small simulated fleet from the demo's boards
   ee_tools.py private-data DIR INVENTORY_DIR IDENT          ansible-runner's private data directory
-  ee_tools.py events ARTIFACT_DIR REPORT_DIR HOST...        each host's result from the job events; the report
+  ee_tools.py events ARTIFACT_DIR REPORT_DIR HOST...        each host's result from the job events, checked
+                                                            against the fleet report in the artifacts
 """
 import glob
 import json
@@ -83,6 +84,10 @@ def events(artifact_dir, report_root, hosts):
             outcome = name[len("runner_on_"):]
             entry = per_host.setdefault(host, {})
             entry[outcome] = entry.get(outcome, 0) + 1
+            # The host's outcome as the rollout wrote it into its state file (rollout_state module).
+            state = ((data.get("res") or {}).get("rollout_state") or {}) if outcome == "ok" else {}
+            if isinstance(state, dict) and state.get("status"):
+                entry["state"] = state["status"]
             if outcome in ("failed", "unreachable") and not data.get("ignore_errors"):
                 entry["last_failure"] = "%s: %s" % (data.get("task"), (data.get("res") or {}).get("msg"))
     problems = []
@@ -103,9 +108,13 @@ def events(artifact_dir, report_root, hosts):
         for entry in report.get("hosts", []):
             row = entry.get("row", {})
             print("report %-10s status=%s decision=%s" % (row.get("host"), row.get("status"), row.get("decision")))
-        missing = sorted(set(hosts) - set(e.get("row", {}).get("host") for e in report.get("hosts", [])))
-        if missing:
-            problems.append("hosts missing from the report: %s" % missing)
+        statuses = dict((e.get("row", {}).get("host"), e.get("row", {}).get("status")) for e in report.get("hosts", []))
+        for host in hosts:
+            if host not in statuses:
+                problems.append("%s is missing from the report" % host)
+            elif (per_host.get(host) or {}).get("state") != statuses[host]:
+                problems.append("%s: the events say %r, the report %r"
+                                % (host, (per_host.get(host) or {}).get("state"), statuses[host]))
     for problem in problems:
         print("PROBLEM %s" % problem)
     return 1 if problems else 0
