@@ -92,7 +92,7 @@ def _decode_png(path):
         elif kind == b"IDAT":
             idat += chunk
         pos += 12 + length
-    width, height, depth, color, _, _, interlace = header
+    width, height, depth, color, interlace = header[0], header[1], header[2], header[3], header[6]
     assert depth == 8 and color in (2, 6) and not interlace, "unsupported PNG layout %r" % (header,)
     bpp = 3 if color == 2 else 4
     raw, stride, prev, pixels = zlib.decompress(idat), width * bpp, bytearray(width * bpp), []
@@ -147,7 +147,7 @@ def rendered(report):
     """Screenshot and DOM of the page in headless Chromium, with the console messages of both loads."""
     binary = chromium()
     shot = os.path.join(report["work"], "report.png")
-    _, shot_console = browse(binary, "file://" + report["html"], report["work"], "--screenshot=" + shot)
+    shot_console = browse(binary, "file://" + report["html"], report["work"], "--screenshot=" + shot)[1]
     with open(report["html"], encoding="utf-8") as handle:
         page = handle.read()
     cut = page.rfind("</body>")
@@ -178,7 +178,7 @@ def test_a_script_error_would_be_seen(tmp_path):
     """The console check above can fail: an uncaught error on a page is reported."""
     page = tmp_path / "broken.html"
     page.write_text("<html><body><p>x</p><script>missingFunction();</script></body></html>")
-    _, console = browse(chromium(), "file://" + str(page), str(tmp_path), "--dump-dom")
+    console = browse(chromium(), "file://" + str(page), str(tmp_path), "--dump-dom")[1]
     assert any("missingFunction is not defined" in line for line in console), console
 
 
