@@ -317,13 +317,13 @@ def test_role_rejected_config_fails_with_vllms_message(hosts):
 def test_rollout_rejected_config_goes_straight_back_to_the_baseline(hosts):
     """The ladder on real vLLM: a config vLLM rejects is tried once, then the baseline (issue 17)."""
     run_id = "lane-reject-" + time.strftime("%Y%m%dT%H%M%S")
-    extra = dict(BENCH, rollout_serial=[1], rollout_run_id=run_id, rollout_force=True,
+    extra = dict(BENCH, rollout_serial=[1], rollout_run_id=run_id, rollout_force=True, rollout_hosts="revert",
                  rollout_report_dir=str(hosts["logs"] / "reports"),
                  vllm_server_speculative_extra={"max_model_len": 4096},
                  vllm_server_crash_loop_restarts=1)
     t0 = time.monotonic()
     rc, out = rh.ansible_playbook(hosts["inventory"], ROLLOUT, extra, log=hosts["logs"] / "rollout-reject.log",
-                                  limit="revert", timeout=ROLLOUT_TIMEOUT)
+                                  timeout=ROLLOUT_TIMEOUT)
     assert rc == 0, "\n".join(out.splitlines()[-60:])
     state = rh.read_json(hosts["names"]["revert"], STATE)
     tried = state["attempts"]
