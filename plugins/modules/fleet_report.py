@@ -21,8 +21,9 @@ description:
 options:
   records:
     description:
-      - Per-host records (as jetson.specdec.rollout writes them, see docs/architecture.md) with keys C(host), C(simulated), C(facts) (C(family), C(variant), C(model), C(l4t),
-        C(jetpack), C(memory_total_bytes), C(power_mode)), C(config_before), C(config_after), C(baseline) and
+      - Per-host records (as jetson.specdec.rollout writes them, see docs/architecture.md) with keys C(host),
+        C(simulated), C(facts) (C(family), C(variant), C(model), C(l4t), C(jetpack),
+        C(memory_total_bytes), C(power_mode)), C(config_before), C(config_after), C(baseline) and
         C(candidate) (vllm_bench results or lists of repeats), C(spec_decode), C(verdict), C(attempts), C(timings),
         C(status), C(error). Missing keys show as blanks.
       - With O(read_spool=true) they are added to the spooled ones.

@@ -103,7 +103,7 @@ def _level(rng, conc, n, e2e_ms, tpot_ms, cv, drift):
     free = [(0.0, k) for k in range(conc)]
     heapq.heapify(free)
     requests, tokens = [], 0
-    for _ in range(n):
+    for unused in range(n):
         e2e = e2e_ms * drift * math.exp(rng.gauss(0.0, sigma))
         tpot = tpot_ms * drift * math.exp(rng.gauss(0.0, sigma))
         start, worker = heapq.heappop(free)
@@ -229,7 +229,7 @@ def _check(name, s):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     ap.add_argument("--cases", type=int, default=3000, help="cases per scenario (default 3000)")
     ap.add_argument("--quick", action="store_true", help="300 cases per scenario (smoke test)")
     ap.add_argument("--seed", type=int, default=1)

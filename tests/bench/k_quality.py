@@ -191,8 +191,8 @@ def run_matrix(quick, round_cv, seed, guard=None):
                                  for k in range(0, K_MAX + 1))
                     oracle = max(range(1, K_MAX + 1), key=lambda k: truth[k])
                     method = "ngram" if draft is None else "eagle3"
-                    picked, extra, predicted, measured = tune(profile, target, draft, curve, k0, method, rng,
-                                                    round_cv, guard)
+                    picked, extra, predicted, measured = tune(
+                        profile, target, draft, curve, k0, method, rng, round_cv, guard)
                     cases.append({
                         "board": profile.name, "target": target.name, "draft": key,
                         "curve": curve_name, "overhead": factor, "k0": k0, "oracle": oracle,
@@ -261,7 +261,7 @@ def report(cases, round_cv):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--quick", action="store_true", help="first draft cost and three curves only")
     parser.add_argument("--round-cv", type=float, default=0.02,
                         help="SD of the per-round clock factor (log scale), default 0.02")

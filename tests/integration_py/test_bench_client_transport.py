@@ -47,7 +47,7 @@ class _Handler(socketserver.StreamRequestHandler):
             header = self.rfile.readline()
             if header in (b"\r\n", b"\n", b""):
                 break
-            name, _, value = header.decode().partition(":")
+            name, unused, value = header.decode().partition(":")
             if name.lower() == "content-length":
                 length = int(value)
         if length:
@@ -121,7 +121,7 @@ def stream_twice(target):
     client = bc.StreamClient(target)
     body = bc.build_payload("completions", "tiny", [1, 2, 3], 5)
     try:
-        return [client.stream(body, 5.0, time.perf_counter() + 20) for _ in range(2)]
+        return [client.stream(body, 5.0, time.perf_counter() + 20) for unused in range(2)]
     finally:
         client.close()
 
@@ -140,7 +140,7 @@ def test_streams_that_end_by_closing_the_connection(mode):
 def test_a_full_benchmark_through_a_closing_proxy():
     with Proxy("close", n_chunks=4, step_s=0.002) as proxy:
         target = bc.Target(proxy.url)
-        payloads = [bc.build_payload("completions", "tiny", [1, 2], 4) for _ in range(12)]
+        payloads = [bc.build_payload("completions", "tiny", [1, 2], 4) for unused in range(12)]
         records, duration = br.run_pool(target, "completions", payloads, 4, 5.0, time.perf_counter() + 30)
     assert len(records) == 12 and all(r["ok"] for r in records), [r for r in records if not r["ok"]][:2]
     assert duration > 0

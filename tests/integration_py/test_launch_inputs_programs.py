@@ -4,6 +4,7 @@
 """vllm_server input validation checked against real programs: /bin/sh, and vLLM's own argparse when the
 real lane is installed (tests/unit/plugins/module_utils/test_launch_inputs.py has the pure cases)."""
 import glob
+import os
 import subprocess
 import textwrap
 
@@ -15,7 +16,9 @@ from ansible_collections.jetson.specdec.plugins.module_utils.launch.argv import 
 
 def _vllm_serve_options():
     """The real `vllm serve` option strings when the lane venv is installed (else None)."""
-    for python in glob.glob("/root/.cache/jetson-specdec/vllm-lane-*/bin/python"):
+    # Where tests/vllm_lane/setup_venv.sh puts the lane venv (same variable, same default).
+    cache = os.environ.get("JETSON_SPECDEC_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "jetson-specdec")
+    for python in glob.glob(os.path.join(cache, "vllm-lane-*", "bin", "python")):
         code = textwrap.dedent("""
             from vllm.utils.argparse_utils import FlexibleArgumentParser
             from vllm.entrypoints.launchers.cli_args import make_arg_parser

@@ -36,7 +36,7 @@ def _contend(path, name, barrier, results, widen):
         rl._after_stale_decision = lambda: time.sleep(0.3)
     barrier.wait()
     try:
-        changed, holder, _ = rl.acquire(path, name, name, later(7200), timeout=3600)
+        changed, holder, unused = rl.acquire(path, name, name, later(7200), timeout=3600)
         results.put((name, "acquired", holder["token"]))
     except LockHeld as exc:
         results.put((name, "refused", str(exc)[:80]))
@@ -56,7 +56,7 @@ def test_two_processes_racing_for_a_stale_lock_one_wins(tmp_path, widen):
                  for name in ("ctl-a", "ctl-b")]
         for proc in procs:
             proc.start()
-        outcome = [results.get(timeout=30) for _ in procs]
+        outcome = [results.get(timeout=30) for unused in procs]
         for proc in procs:
             proc.join(30)
         winners = [o for o in outcome if o[1] == "acquired"]

@@ -171,12 +171,12 @@ def comparable(before, after, limits=None):
                               low // 1000000, 100 * lim[key]))
     throttled = [s for s in first + second if s.get("throttled")]
     if throttled:
-        worst = min(s["gpu"]["cur_hz"] for s in throttled)
-        reasons.append("the GPU was throttled (%d MHz under a pinned %d MHz)"
-                       % (worst // 1000000, throttled[0]["gpu"]["max_hz"] // 1000000))
-    if lim["max_temp_c"] is not None:
-        hot = [s["max_temp_c"] for s in first + second if s.get("max_temp_c") is not None]
-        if hot and max(hot) > lim["max_temp_c"]:
-            reasons.append("a thermal zone reached %.1f C, above the %.1f C limit"
-                           % (max(hot), lim["max_temp_c"]))
+        worst = min(int(s["gpu"]["cur_hz"] or 0) for s in throttled)
+        pinned = int(throttled[0]["gpu"]["max_hz"] or 0)
+        reasons.append("the GPU was throttled (%d MHz under a pinned %d MHz)" % (worst // 1000000, pinned // 1000000))
+    limit_c = lim["max_temp_c"]
+    if limit_c is not None:
+        hot = [float(s["max_temp_c"]) for s in first + second if s.get("max_temp_c") is not None]
+        if hot and max(hot) > float(limit_c):
+            reasons.append("a thermal zone reached %.1f C, above the %.1f C limit" % (max(hot), float(limit_c)))
     return {"comparable": not reasons, "reasons": reasons}

@@ -215,8 +215,8 @@ def rollout_settings(bench, verdict, noise_cv):
                               % (levels,))
     try:
         levels = [int(level) for level in levels]
-        output_len_bounds(int(bench.get("output_len")), _number("rollout_bench_output_range_ratio",
-                                                                 bench.get("output_range_ratio")))
+        ratio = _number("rollout_bench_output_range_ratio", bench.get("output_range_ratio"))
+        output_len_bounds(int(bench.get("output_len")), ratio)
     except (TypeError, ValueError) as exc:
         raise LaunchPlanError("rollout_bench_%s" % exc if str(exc).startswith("output_range_ratio") else str(exc))
     params = dict(verdict, low_concurrency=min(levels),

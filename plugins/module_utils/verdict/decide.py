@@ -290,13 +290,13 @@ def _result(decision, action, p, reasons, usage, estimates=None, rounds=None, fl
     if rounds:
         rates = [r["acceptance"] for r in rounds if r["arm"] == "candidate" and r["acceptance"] is not None]
         if rates:
-            out["metrics"]["acceptance_rate"] = round(sorted(rates)[len(rates) // 2], 6)
+            acceptance = round(sorted(rates)[len(rates) // 2], 6)
+            out["metrics"]["acceptance_rate"] = acceptance
             # Advice about a higher k only makes sense for a kept candidate.
-            if action == "keep" and out["metrics"]["acceptance_rate"] > p["acceptance_advisory"]:
+            if action == "keep" and acceptance > p["acceptance_advisory"]:
                 out["advisories"].append(
                     "Draft acceptance rate is %.2f (> %.2f): consider raising num_speculative_tokens and "
-                    "benchmarking again (advisory only)." % (out["metrics"]["acceptance_rate"],
-                                                             p["acceptance_advisory"]))
+                    "benchmarking again (advisory only)." % (acceptance, p["acceptance_advisory"]))
     return out
 
 
@@ -383,9 +383,9 @@ def spec_decide(rounds, **params):
     if usage["rounds"] < p["min_rounds"] and not p["final"]:
         # Every interval rests on the drift between rounds; until one arm has been measured twice
         # that is only the prior, and a board that wanders 15 % between rounds would be judged on 3 %.
+        looks_like = possible.pop() if len(possible) == 1 else "marginal"
         reasons.append("Looks like '%s', but %d rounds are needed before a decision (min_rounds), so the "
-                       "drift between rounds is measured." % (possible.pop() if len(possible) == 1 else "marginal",
-                                                               p["min_rounds"]))
+                       "drift between rounds is measured." % (looks_like, p["min_rounds"]))
         return _continue_or_stop(data, usage, p, levels, reasons, est, open_names)
     action = actions.pop()
     decision = possible.pop() if len(possible) == 1 else "marginal"

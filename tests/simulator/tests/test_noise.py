@@ -51,9 +51,9 @@ def test_acceptance_spread_widens_per_request_tpot_under_speculation():
 
 
 def test_drift_makes_two_starts_differ_and_fixed_seeds_repeat():
-    runs = [throughput(requests({"drift_cv": 0.1, "drift_period_s": 1000.0}, spec=False, n=8)) for _ in range(6)]
+    runs = [throughput(requests({"drift_cv": 0.1, "drift_period_s": 1000.0}, spec=False, n=8)) for unused in range(6)]
     assert cv(runs) > 0.02
-    same = [throughput(requests({"drift_cv": 0.1, "seed": 5}, spec=False, n=8)) for _ in range(2)]
+    same = [throughput(requests({"drift_cv": 0.1, "seed": 5}, spec=False, n=8)) for unused in range(2)]
     assert same[0] == same[1]
 
 

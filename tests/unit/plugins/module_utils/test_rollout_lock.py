@@ -43,7 +43,7 @@ def test_lock_is_private_and_carries_a_unique_token(tmp_path):
 
 def test_same_run_id_from_a_second_controller_is_refused_and_cannot_release(tmp_path):
     path = str(tmp_path / "rollout.lock")
-    _, first, _ = rl.acquire(path, "nightly", "ctl-1", NOW)
+    unused, first, unused2 = rl.acquire(path, "nightly", "ctl-1", NOW)
     with pytest.raises(LockHeld) as err:
         rl.acquire(path, "nightly", "ctl-2", later(5))
     assert "this run's id but not this run's token" in str(err.value)
@@ -53,7 +53,7 @@ def test_same_run_id_from_a_second_controller_is_refused_and_cannot_release(tmp_
     with pytest.raises(LockHeld):
         rl.release(path, owner="nightly", controller="ctl-2")
     assert stored(path)["token"] == first["token"]
-    changed, holder, _ = rl.release(path, token=first["token"])
+    changed, holder, unused = rl.release(path, token=first["token"])
     assert changed and holder["token"] == first["token"] and not os.path.exists(path)
     assert rl.release(path, token=first["token"]) == (False, None, [])
 
@@ -61,21 +61,21 @@ def test_same_run_id_from_a_second_controller_is_refused_and_cannot_release(tmp_
 def test_release_by_run_id_only_still_works_with_a_warning(tmp_path):
     path = str(tmp_path / "rollout.lock")
     rl.acquire(path, "run-a", "ctl-1", NOW)
-    changed, _, warnings = rl.release(path, owner="run-a")
+    changed, unused, warnings = rl.release(path, owner="run-a")
     assert changed and "pass the token" in warnings[0]
 
 
 def test_taking_our_own_lock_again_is_a_heartbeat(tmp_path):
     path = str(tmp_path / "rollout.lock")
-    _, holder, _ = rl.acquire(path, "run-a", "ctl-1", NOW)
-    changed, again, _ = rl.acquire(path, "run-a", "ctl-1", later(30), token=holder["token"])
+    unused, holder, unused2 = rl.acquire(path, "run-a", "ctl-1", NOW)
+    changed, again, unused = rl.acquire(path, "run-a", "ctl-1", later(30), token=holder["token"])
     assert changed is False and again["refreshed_at"] == "2026-03-01T12:00:30Z"
     assert again["started_at"] == "2026-03-01T12:00:00Z"
 
 
 def test_heartbeat_keeps_a_long_run_from_going_stale(tmp_path):
     path = str(tmp_path / "rollout.lock")
-    _, holder, _ = rl.acquire(path, "run-a", "ctl-1", NOW, timeout=600)
+    unused, holder, unused2 = rl.acquire(path, "run-a", "ctl-1", NOW, timeout=600)
     # a long run: heartbeats every 500 s for over an hour
     for step in range(1, 9):
         rl.refresh(path, holder["token"], later(500 * step))
@@ -95,7 +95,7 @@ def test_heartbeat_keeps_a_long_run_from_going_stale(tmp_path):
 
 def test_refresh_of_a_vanished_lock_fails(tmp_path):
     path = str(tmp_path / "rollout.lock")
-    _, holder, _ = rl.acquire(path, "run-a", None, NOW)
+    unused, holder, unused2 = rl.acquire(path, "run-a", None, NOW)
     rl.release(path, force=True)
     with pytest.raises(LockHeld, match="it is gone"):
         rl.refresh(path, holder["token"], later(10))
@@ -124,7 +124,7 @@ def test_check_mode_touches_nothing(tmp_path):
     assert rl.acquire(path, "run-a", None, NOW, check_mode=True)[0] is True
     assert not os.path.exists(str(tmp_path / "sub"))
     os.makedirs(str(tmp_path / "sub"))
-    _, holder, _ = rl.acquire(path, "run-a", None, NOW)
+    unused, holder, unused2 = rl.acquire(path, "run-a", None, NOW)
     before = stored(path)
     assert rl.release(path, token=holder["token"], check_mode=True)[0] is True
     rl.refresh(path, holder["token"], later(60), check_mode=True)

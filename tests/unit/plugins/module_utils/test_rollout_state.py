@@ -103,7 +103,7 @@ def test_read_missing_and_corrupt_never_moves_on_read(tmp_path):
 
 def test_corrupt_names_do_not_collide_within_a_second(tmp_path):
     path = tmp_path / "state.json"
-    for _ in range(3):
+    for unused in range(3):
         path.write_text("][")
         rs.read_state(str(path), NOW, move_corrupt=True)  # same NOW: same second
     asides = sorted(n for n in os.listdir(str(tmp_path)) if n.startswith("state.json.corrupt-"))

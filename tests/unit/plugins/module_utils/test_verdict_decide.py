@@ -16,13 +16,13 @@ TOKENS = 128
 def level(rng, conc, n, e2e_ms, tpot_ms, cv=0.10, failed=0, drift=1.0):
     sigma = math.sqrt(math.log(1 + cv * cv))
     reqs, t = [], 0.0
-    for _ in range(n):
+    for unused in range(n):
         e2e = e2e_ms * drift * math.exp(rng.gauss(0, sigma))
         reqs.append({"ok": True, "ttft_ms": 100.0, "tpot_ms": tpot_ms * drift * math.exp(rng.gauss(0, sigma)),
                      "e2e_ms": e2e, "output_tokens": TOKENS, "start_s": t, "end_s": t + e2e / 1000.0})
         t += e2e / 1000.0 / conc
     reqs += [{"ok": False, "ttft_ms": None, "tpot_ms": None, "e2e_ms": None, "output_tokens": 0,
-              "start_s": t, "end_s": t} for _ in range(failed)]
+              "start_s": t, "end_s": t} for unused in range(failed)]
     tpots = sorted(r["tpot_ms"] for r in reqs if r["ok"])
     return {"concurrency": conc, "completed": n, "failed": failed, "output_tokens": n * TOKENS,
             "duration_s": t, "throughput_tok_s": n * TOKENS / t, "tpot_ms_p50": tpots[len(tpots) // 2],
@@ -57,7 +57,7 @@ def test_empty_rounds_ask_for_the_baseline_first():
 
 def test_schedule_interleaves_baseline_candidate_candidate_baseline():
     rounds, arms = [], []
-    for _ in range(8):
+    for unused in range(8):
         arm = next_arm(rounds)
         arms.append(arm[0])
         rounds.append({"arm": arm})
@@ -74,7 +74,7 @@ def test_clear_keep_settles_in_few_rounds_with_intervals_around_the_truth():
     assert gain["low"] < 0.80 < gain["high"]
     drop = out["estimates"]["c1_tpot_drop"]
     assert drop["low"] < 0.45 < drop["high"]
-    assert out["requests_used"] == sum(60 for _ in rounds)
+    assert out["requests_used"] == sum(60 for unused in rounds)
     assert "Throughput at concurrency 1 changed +" in out["reasons"][0]
 
 
@@ -273,8 +273,10 @@ def test_drift_between_rounds_widens_the_interval():
     rng = random.Random(15)
     drifting = [{"arm": a, "result": result(rng, drift=d, **({"gain": 0.3} if a == "candidate" else {}))}
                 for a, d in (("baseline", 1.0), ("candidate", 1.15), ("candidate", 0.87), ("baseline", 1.12))]
-    width = lambda out: (out["estimates"]["c1_throughput_gain"]["high"]  # noqa: E731
-                         - out["estimates"]["c1_throughput_gain"]["low"])
+
+    def width(out):
+        return out["estimates"]["c1_throughput_gain"]["high"] - out["estimates"]["c1_throughput_gain"]["low"]
+
     assert width(spec_decide(drifting)) > 1.5 * width(spec_decide(steady))
     assert spec_decide(drifting)["estimates"]["c1_throughput_gain"]["round_drift"] > 0.05
 
