@@ -190,7 +190,9 @@ def test_the_container_path_needs_the_nvidia_runtime():
     assert rules(plan_launch(inputs(nvidia_runtime_present=True, **over))) == []
     assert rules(plan_launch(inputs(nvidia_runtime_present="False", **over))) == ["runtime.nvidia_container_runtime_missing"]
     assert rules(plan_launch(inputs(nvidia_runtime_present="", **over))) == []
-    assert rules(plan_launch(inputs(**dict(over, nvidia_runtime_present=False, container_runtime="")))) == []
+    native_runtime = dict(over)
+    native_runtime.update(nvidia_runtime_present=False, container_runtime="")
+    assert rules(plan_launch(inputs(**native_runtime))) == []
 
 
 def test_image_helpers():
