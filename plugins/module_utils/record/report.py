@@ -14,6 +14,7 @@ __metaclass__ = type
 import html
 
 from ansible_collections.jetson.specdec.plugins.module_utils.record.record import normalize
+from ansible_collections.jetson.specdec.plugins.module_utils.record.why import explain
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import (
     median, pool_level, pooled_acceptance,
 )
@@ -110,7 +111,7 @@ def build_report(records, run_id, generated_at, expected_hosts=None, low=1, high
         "summary": {"hosts": len(rows) + len(missing), "decisions": decisions,
                     "simulated": sum(1 for r in rows if r["simulated"]), "missing": len(missing)},
         "families": dict((fam, family_summary(fam_rows)) for fam, fam_rows in groups.items()),
-        "hosts": [dict(row=row, record=rec) for row, rec in zip(rows, records)],
+        "hosts": [dict(row=row, record=rec, why=explain(normalize(rec))) for row, rec in zip(rows, records)],
         "missing_hosts": missing,
     }
 
@@ -186,6 +187,26 @@ def problem_rows(report):
     return out
 
 
+def why_items(entry):
+    """(label, text) pairs of one host's "why" block, in reading order; empty parts left out."""
+    why = entry.get("why") or explain(normalize(entry.get("record") or {}))
+    items = [("Why", " ".join(why["why"]) or "no reason recorded")]
+    if why["ladder"]:
+        items.append(("Ladder", why["ladder"]))
+    items.append(("Runs now", why["runs_now"]))
+    if why["warnings"]:
+        items.append(("Warnings", " ".join(why["warnings"])))
+    if why["next_step"]:
+        items.append(("Next step", why["next_step"]))
+    return items
+
+
+def _entries_in_table_order(report):
+    order = [row["host"] for rows in _rows_by_family(report).values() for row in rows]
+    by_host = dict((e["row"]["host"], e) for e in report["hosts"])
+    return [by_host[h] for h in order if h in by_host]
+
+
 def _md_cell(text):
     return str(text).replace("|", "\\|").replace("\n", " ")
 
@@ -221,6 +242,11 @@ def render_markdown(report, title="jetson.specdec fleet report"):
         lines += ["## Unreachable or failed hosts", ""]
         lines += _md_table(("Host", "Status", "Error"), problems)
         lines.append("")
+    lines += ["## Why each host ended where it did", ""]
+    for entry in _entries_in_table_order(report):
+        lines += ["### %s: %s" % (host_label(entry["row"]), decision_label(entry["row"])), ""]
+        lines += ["- **%s**: %s" % (label, _md_cell(text)) for label, text in why_items(entry)]
+        lines.append("")
     lines.append("Numbers are the baseline (speculation off) and the speculative candidate as measured; the Decision column "
                  "says which of the two the host serves now. Medians leave out failed and unreachable hosts. "
                  "⚑ marks a result that needs a human look.")
@@ -247,7 +273,7 @@ def render_html(report, chart_png_b64=None, chart_note=None, title="jetson.specd
              "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1.5em}"
              "td,th{border:1px solid #bbb;padding:.3em .6em;text-align:right}td:first-child,th:first-child"
              "{text-align:left}tr.median{font-weight:bold;background:#f3f3f3}.note{background:#fff4d6;"
-             "padding:.5em 1em}</style></head><body>",
+             "padding:.5em 1em}ul.why li{margin:.2em 0;max-width:70em}</style></head><body>",
              "<h1>%s</h1>" % esc(title),
              "<p>Run <code>%s</code>, generated %s. %d host(s): %s.</p>"
              % (esc(str(report["run_id"])), esc(str(report["generated_at"])), report["summary"]["hosts"],
@@ -262,6 +288,12 @@ def render_html(report, chart_png_b64=None, chart_note=None, title="jetson.specd
     if problems:
         parts.append("<h2>Unreachable or failed hosts</h2>")
         parts += _html_table(("Host", "Status", "Error"), problems)
+    parts.append("<h2>Why each host ended where it did</h2>")
+    for entry in _entries_in_table_order(report):
+        parts.append('<h3 id="why-%s">%s: %s</h3><ul class="why">' % (
+            esc(entry["row"]["host"], quote=True), esc(host_label(entry["row"])), esc(decision_label(entry["row"]))))
+        parts += ["<li><strong>%s</strong>: %s</li>" % (esc(label), esc(str(text))) for label, text in why_items(entry)]
+        parts.append("</ul>")
     if chart_png_b64:
         parts.append('<h2>Before / after per host</h2><img alt="TPOT p50 and throughput before and after '
                      'per host" src="data:image/png;base64,%s">' % chart_png_b64)

@@ -1,0 +1,81 @@
+"""The report says why: every host's reasons, ladder path, what it runs now and a next step (recorded demo records)."""
+import glob
+import json
+import os
+
+import pytest
+
+from ansible_collections.jetson.specdec.plugins.module_utils.record.record import normalize
+from ansible_collections.jetson.specdec.plugins.module_utils.record.report import (
+    build_report, render_html, render_markdown,
+)
+from ansible_collections.jetson.specdec.plugins.module_utils.record.why import explain, ladder_path
+
+RECORDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "fixtures", "records", "demo-run")
+
+
+@pytest.fixture(scope="module")
+def records():
+    out = {}
+    for path in glob.glob(os.path.join(RECORDS, "*.json")):
+        with open(path, encoding="utf-8") as handle:
+            record = json.load(handle)
+        out[record["host"]] = record
+    return out
+
+
+def test_reverted_host_names_the_rule_that_reverted_it(records):
+    why = explain(normalize(records["agx-02"]))
+    assert why["decision"] == "revert"
+    text = " ".join(why["why"])
+    assert "concurrency 8" in text and "%" in text  # the c=8 regression, with its numbers
+    assert why["runs_now"] == "baseline"
+    assert why["next_step"]
+
+
+def test_ladder_host_shows_every_rung_and_its_cause(records):
+    why = explain(normalize(records["agx32-01"]))
+    assert why["ladder"].count("out_of_memory") == 3
+    assert why["ladder"].index("utilization 0.75") < why["ladder"].index("utilization 0.70")
+    assert "ran out of memory" in why["next_step"]
+    assert why["runs_now"] == "baseline"
+
+
+def test_refused_host_gives_the_rule_first_and_keeps_running_what_it_ran(records):
+    why = explain(normalize(records["nx-01"]))
+    assert why["why"][0].startswith("runtime.")
+    assert why["runs_now"] == "unchanged"
+    assert "not applied" in why["next_step"]
+
+
+def test_failed_host_leads_with_its_error(records):
+    why = explain(normalize(records["fl-stale"]))
+    assert "lock" in why["why"][0].lower()
+    assert "re-run" in why["next_step"]
+
+
+def test_kept_host_shows_the_rung_it_runs(records):
+    why = explain(normalize(records["thor-01"]))
+    assert why["ladder"] == "eagle3 at utilization 0.75 (started)"
+    assert why["runs_now"] == "eagle3 at utilization 0.75"
+    assert any("30%" in reason for reason in why["why"])
+
+
+def test_every_host_has_a_why_block_in_both_renderings(records):
+    report = build_report(list(records.values()), "run-1", "2026-11-30T00:00:00Z", expected_hosts=["orin-09"])
+    markdown, page = render_markdown(report), render_html(report)
+    for host in records:
+        assert "### %s" % host in markdown
+        assert 'id="why-%s"' % host in page
+    assert markdown.count("**Next step**") == len(records)
+    assert markdown.count("**Runs now**") == len(records)
+
+
+def test_garbage_attempts_and_reasons_do_not_break_the_explanation():
+    assert ladder_path(["not a dict", {"label": "ngram", "cause": None}]) == "ngram (started)"
+    why = explain({"status": "reverted", "verdict": {"decision": "inconclusive", "reasons": "one string"},
+                   "facts": {"warnings": ["power mode is not MAXN"] * 2}})
+    assert why["why"] == ["one string"]
+    assert why["warnings"] == ["power mode is not MAXN"]
+    assert "hold the clocks" in why["next_step"]
+    assert explain(None)["runs_now"] == "unknown"
