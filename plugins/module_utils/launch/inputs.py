@@ -306,11 +306,16 @@ def check_container(image, pull, user, shm_size):
         reference = image.split("@", 1)[0]
         tail = reference.rsplit("/", 1)[-1]
         tag = tail.split(":", 1)[1] if ":" in tail else None
-        if "@sha256:" not in image and tag in (None, "latest"):
+        # A moving tag is only a problem when docker may pull it: with pull 'never' the image on the
+        # host is the one preflight read the vLLM version from (the skill recommends
+        # vllm/vllm-openai:latest on Thor), so it is what runs.
+        if "@sha256:" not in image and tag in (None, "latest") and pull != "never":
             out.append(_refusal("container_image_moving_tag", "vllm_server_container_image %s %s the moving "
-                                ":latest tag: every pull may run a different vLLM than the one tested. Fix: pin "
-                                "a version tag (vllm/vllm-openai:v0.20.1) or a digest (@sha256:...)."
-                                % (image, "uses" if tag else "implies")))
+                                ":latest tag with vllm_server_container_pull %r: every pull may run a different vLLM "
+                                "than the one tested. Fix: pin a version tag (vllm/vllm-openai:v0.20.1) or a digest "
+                                "(@sha256:...), or pull the image yourself and set vllm_server_container_pull: never "
+                                "(preflight then reads the vLLM version of the image on the host)."
+                                % (image, "uses" if tag else "implies", pull)))
     if pull not in ("missing", "never", "always"):
         out.append(_refusal("container_pull", "vllm_server_container_pull %r is not a docker pull policy. Fix: "
                             "missing, never or always." % (pull,)))

@@ -174,6 +174,15 @@ def test_container_image_must_be_pinned(image, ok):
     assert (out == []) is ok, out
 
 
+@pytest.mark.parametrize("image", ["vllm/vllm-openai:latest", "vllm/vllm-openai"])
+def test_moving_tag_is_allowed_only_when_docker_never_pulls_it(image):
+    """The skill's vllm/vllm-openai:latest on Thor: the image already on the host is what runs (issue 17)."""
+    assert [r for r in refusals(runtime="container", image=image, pull="never") if "container_image" in r] == []
+    for pull in ("missing", "always"):
+        out = [r for r in refusals(runtime="container", image=image, pull=pull) if "container_image" in r]
+        assert out and "vllm_server_container_pull: never" in out[0], out
+
+
 @pytest.mark.parametrize("over, rule", [
     (dict(pull="sometimes"), "input.container_pull"), (dict(pull=""), "input.container_pull"),
     (dict(container_user="vllm"), "input.container_user"), (dict(container_user="1000"), "input.container_user"),
