@@ -68,13 +68,14 @@ options:
     description:
       - Seconds without a heartbeat after which an existing lock counts as stale and is taken over. Stored in
         the lock, so other controllers judge it by the holder's timeout if that is longer than theirs.
-      - Default is derived from O(lock_steps) when given, else 3600.
+      - Default is derived from O(lock_steps) when given, else 3600. With both, the larger one holds, so a short
+        O(lock_timeout) never lets another controller take the lock of a run in the middle of its longest step.
     type: int
   lock_steps:
     description:
       - The longest time, in seconds, each step of the rollout may take (health wait, one benchmark level's
-        C(max_duration), ...). With O(state=lock) and no O(lock_timeout), the timeout is twice the longest step
-        plus 300 s, which holds as long as the role calls O(state=refresh) between steps.
+        C(max_duration), ...). With O(state=lock) the timeout is at least twice the longest step plus 300 s, which
+        holds as long as the role calls O(state=refresh) between steps.
     type: list
     elements: int
   force:
@@ -275,8 +276,11 @@ def _write(module, p, now, result):
 def _lock_action(module, p, lock_path, now, result):
     if p["state"] == "lock":
         timeout = p["lock_timeout"]
-        if timeout is None:
-            timeout = rollout_lock.lock_timeout_for(p["lock_steps"])
+        if p["lock_steps"]:
+            derived = rollout_lock.lock_timeout_for(p["lock_steps"])
+            timeout = derived if timeout is None else max(timeout, derived)
+        elif timeout is None:
+            timeout = rollout_lock.DEFAULT_TIMEOUT
         changed, holder, warnings = rollout_lock.acquire(lock_path, p["owner"], p["controller"], now, timeout,
                                                          token=p["token"], check_mode=module.check_mode)
     elif p["state"] == "refresh":

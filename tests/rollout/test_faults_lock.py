@@ -102,9 +102,6 @@ def test_two_controllers_racing_for_a_stale_lock(fleet):
     assert "'crashed'" in takeovers[0]
 
 
-@pytest.mark.xfail(strict=True, reason="needs the role's heartbeat (rollout_state state=refresh with the lock token "
-                   "between steps, issue 18 item 9); without it a second controller takes the lock of a live run. "
-                   "Remove this marker when the role heartbeats.")
 def test_a_long_run_keeps_its_lock_past_the_timeout(fleet):
     host = "fl-long"
     timeout = 20

@@ -134,6 +134,15 @@ def test_lock_timeout_is_derived_from_the_steps(tmp_path):
     assert failed and "stale after 3900 s" in result["msg"]
 
 
+def test_a_short_lock_timeout_never_undercuts_the_longest_step(tmp_path):
+    """The role passes rollout_lock_timeout and its step durations: the larger one holds (issue 18 item 9)."""
+    failed, result = run(tmp_path, state="lock", owner="run-1", lock_timeout=20, lock_steps=[900, 1800])
+    assert not failed and result["lock"]["timeout"] == 3900
+    (tmp_path / "state" / "rollout.lock").unlink()
+    failed, result = run(tmp_path, state="lock", owner="run-1", lock_timeout=7200, lock_steps=[900, 1800])
+    assert not failed and result["lock"]["timeout"] == 7200
+
+
 def test_argument_errors(tmp_path):
     failed, result = run(tmp_path, state="lock")
     assert failed and "owner" in result["msg"]
