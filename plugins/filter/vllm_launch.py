@@ -13,6 +13,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data i
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.inputs import input_refusals
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import SpecConfigError
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import fallback_rungs, next_rung
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.plan import optional_int
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.rules import plan_launch
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.argv import (
     container_argv,
@@ -32,22 +33,13 @@ def vllm_launch_argv(opts, runtime="native"):
         raise AnsibleFilterError("jetson.specdec.vllm_launch_argv: %s" % exc)
 
 
-def _optional_int(value):
-    """'' and None mean "not set"; digit strings from templating become ints."""
-    if value in ("", None):
-        return None
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value)
-    return value
-
-
 def vllm_launch_plan(inputs):
     """The launch plan (speculative config, utilization, refusals) for a host."""
     inputs = plain(inputs)
     if not isinstance(inputs, dict):
         raise AnsibleFilterError("jetson.specdec.vllm_launch_plan takes a dict of inputs")
     for key in ("l4t_major", "k", "expected_concurrency", "max_spec_concurrency", "draft_tensor_parallel_size"):
-        inputs[key] = _optional_int(inputs.get(key))
+        inputs[key] = optional_int(inputs.get(key))
     for key in ("speculation", "force"):
         # -e vllm_server_speculation=false arrives as the string "false".
         try:
@@ -59,13 +51,13 @@ def vllm_launch_plan(inputs):
 
 def spec_fallback_rungs(plan, catalog, target, drop=0.05, max_model_len=None):
     """Rungs of the startup fallback ladder for a planned speculative launch."""
-    return fallback_rungs(plain(plan), plain(catalog), target, drop, max_model_len=_optional_int(max_model_len))
+    return fallback_rungs(plain(plan), plain(catalog), target, drop, max_model_len=optional_int(max_model_len))
 
 
 def spec_next_rung(rungs, failed_rung, cause, message=None, headroom=None):
     """The rung to try after ``failed_rung`` failed with ``cause`` (from the cause and the sizes), and why."""
     try:
-        return next_rung(plain(rungs), _optional_int(failed_rung), cause, plain(message), plain(headroom))
+        return next_rung(plain(rungs), optional_int(failed_rung), cause, plain(message), plain(headroom))
     except ValueError as exc:
         raise AnsibleFilterError("jetson.specdec.spec_next_rung: %s" % exc)
 

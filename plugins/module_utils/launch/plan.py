@@ -30,7 +30,7 @@ class LaunchPlanError(ValueError):
     """Input the launch cannot be planned from (the message names the variable and the fix)."""
 
 
-def _optional_int(value):
+def optional_int(value):
     """'' and None mean "not set"; digit strings from templating become ints."""
     if value in ("", None):
         return None
@@ -63,7 +63,7 @@ def normalize_plan_inputs(inputs):
         raise LaunchPlanError("the plan inputs must be a dict, got %r" % (type(inputs).__name__,))
     out = dict(inputs)
     for key in OPTIONAL_INTS:
-        out[key] = _optional_int(out.get(key))
+        out[key] = optional_int(out.get(key))
     for key in ("speculation", "force"):
         out[key] = _bool("vllm_server_%s" % key if key == "speculation" else "vllm_server_force_speculation", out.get(key))
     return out

@@ -28,24 +28,15 @@ import itertools
 import math
 
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import to_bool
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
-    ACCEPTANCE_FOR_HIGHER_K, HIGH_CONCURRENCY, KEEP_THROUGHPUT_GAIN, KEEP_TPOT_DROP, LOW_CONCURRENCY,
-    REVERT_THROUGHPUT_GAIN,
-)
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.evidence import find_run
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import DEFAULTS as DECIDE_DEFAULTS
 
-DEFAULTS = {
-    "keep_throughput_gain": KEEP_THROUGHPUT_GAIN,
-    "keep_tpot_drop": KEEP_TPOT_DROP,
-    "revert_throughput_gain": REVERT_THROUGHPUT_GAIN,
-    "c8_regression_tolerance": 0.0,
-    "marginal_action": "keep",
-    "low_concurrency": LOW_CONCURRENCY,
-    "high_concurrency": HIGH_CONCURRENCY,
-    "noise_cv": 0.03,
-    "z": 2.0,
-    "final": False,
-    "acceptance_advisory": ACCEPTANCE_FOR_HIGHER_K,
-}
+# The thresholds are the sequential verdict's (one home: verdict/params.py, from launch/policy.py);
+# the noise band and the repeat round are this superseded verdict's own.
+DEFAULTS = dict((key, DECIDE_DEFAULTS[key]) for key in (
+    "keep_throughput_gain", "keep_tpot_drop", "revert_throughput_gain", "c8_regression_tolerance",
+    "marginal_action", "low_concurrency", "high_concurrency", "acceptance_advisory"))
+DEFAULTS.update(noise_cv=0.03, z=2.0, final=False)
 
 DECISIONS = ("keep", "revert", "marginal", "repeat")
 
@@ -97,19 +88,6 @@ def as_repeats(bench):
     if isinstance(bench, (list, tuple)):
         return [b for b in bench if isinstance(b, dict)]
     return []
-
-
-def find_run(bench, concurrency):
-    """The run dict for ``concurrency`` in one bench result, or None."""
-    for run in bench.get("runs") or []:
-        if not isinstance(run, dict):
-            continue
-        try:
-            if int(run.get("concurrency")) == int(concurrency):
-                return run
-        except (TypeError, ValueError):
-            continue
-    return None
 
 
 def pool_level(bench, concurrency):
