@@ -17,12 +17,12 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 STAGE := tests/stage.sh
 MOLECULE_SCENARIOS ?= facts vllm_server rollout
 
-.PHONY: help venv collection-path unit unit-integration lint sanity testbed molecule integration real-lane release-check test demo demo-down clean
+.PHONY: help venv collection-path unit unit-integration lint sanity testbed molecule integration integration-all real-lane release-check test demo demo-down clean
 
 help:
 	@echo "make demo      run the rollout on an embedded simulated fleet and print the report"
 	@echo "make test      unit + lint + sanity + molecule + real vLLM lane (prints stage times)"
-	@echo "make unit | unit-integration | lint | sanity | molecule | integration | real-lane | release-check | demo-down | clean"
+	@echo "make unit | unit-integration | lint | sanity | molecule | integration | integration-all | real-lane | release-check | demo-down | clean"
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -78,10 +78,16 @@ molecule: venv collection-path testbed
 	  JETSON_SPECDEC_BOARD_IMAGE=$$(bash tests/testbed/testbed.sh board-image | tail -n1) \
 	  $(BIN)/molecule test -s $$s; done
 
-# Fleet-level tests on the test bed: rollout faults, canary, interruption, pull mode.
+# Fleet-level tests on the test bed: rollout faults, canary, interruption, ladder, verdict loop,
+# pull mode. `make test` (CI) runs them without the `slow` ones (the state-directory and lock
+# fault suites, ~25 min more); `make integration-all` runs everything.
+INTEGRATION_MARK ?= not slow
 integration: venv collection-path testbed
 	JETSON_SPECDEC_BOARD_IMAGE=$$(bash tests/testbed/testbed.sh board-image | tail -n1) \
-	  $(BIN)/pytest -q -p no:cacheprovider tests/rollout tests/pull_mode
+	  $(BIN)/pytest -q -p no:cacheprovider -m "$(INTEGRATION_MARK)" --durations=0 tests/rollout tests/pull_mode
+
+integration-all:
+	$(MAKE) --no-print-directory integration INTEGRATION_MARK="slow or not slow"
 
 real-lane: venv collection-path
 	bash tests/vllm_lane/run_lane.sh

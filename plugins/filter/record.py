@@ -58,18 +58,19 @@ def rollout_ladder(record, rungs):
 
 
 def rollout_rounds(rounds, phase, which="last"):
-    """The benchmark results of one arm: the ``last`` one or ``all`` of them."""
+    """The benchmark results of one arm, without per-request lists: the ``last`` one or ``all`` of them."""
     if which not in ("last", "all"):
         raise AnsibleFilterError("jetson.specdec.rollout_rounds: which must be last or all, got %r" % (which,))
     rounds = plain(rounds)
-    return rec.last_round(rounds, phase) if which == "last" else rec.phase_results(rounds, phase)
+    if which == "last":
+        return rec.compact_result(rec.last_round(rounds, phase))
+    return [rec.compact_result(r) for r in rec.phase_results(rounds, phase)]
 
 
-def rollout_verdict(record, rounds, rungs, broke, params, noise_cv, repeat_on_noise=True):
-    """The verdict of the run so far (record.run_verdict); bad thresholds fail naming the rule and the fix."""
+def rollout_verdict(record, rounds, rungs, broke, params):
+    """The verdict of the run so far (record.run_verdict); bad parameters fail naming the rule and the fix."""
     try:
-        return rec.run_verdict(plain(record), plain(rounds), plain(rungs), plain(broke), plain(params), plain(noise_cv),
-                               bool(repeat_on_noise))
+        return rec.run_verdict(plain(record), plain(rounds), plain(rungs), plain(broke), plain(params))
     except ValueError as exc:
         raise AnsibleFilterError("jetson.specdec.rollout_verdict: %s" % exc)
 

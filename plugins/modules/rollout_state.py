@@ -98,10 +98,10 @@ options:
     description: Last known good configuration, for example C({config_hash, unit_backup}).
     type: dict
   verdict:
-    description: Verdict dict from the M(jetson.specdec.spec_verdict) filter.
+    description: Verdict dict (the M(jetson.specdec.rollout_verdict) / M(jetson.specdec.spec_decide) result).
     type: dict
   benchmarks:
-    description: Bench results by phase (V(baseline), V(candidate), V(final)); each a result or a list of repeats.
+    description: Bench results by phase (V(baseline), V(candidate)) and V(rounds), one line per verdict round.
     type: dict
   attempts:
     description: Replace the list of fallback-ladder attempts.

@@ -46,6 +46,8 @@ BENCH = {
     "rollout_bench_output_len": 64,
     "rollout_bench_request_timeout": 120,
     "rollout_bench_max_duration": 300,
+    # The sequential verdict runs rounds until it is settled; a CPU lane caps it (each round ~1 min).
+    "rollout_verdict_max_rounds": 6,
 }
 STATE = "/var/lib/jetson-specdec/state.json"
 # Five vLLM starts (keep: baseline, candidate; revert: baseline, candidate, restore): ~40 s each
@@ -143,6 +145,14 @@ def test_rollout_keeps_prefix_reverts_unrelated(hosts):
     state_revert = rh.read_json(hosts["names"]["revert"], STATE)
     assert state_keep["status"] == "kept" and state_revert["status"] == "reverted"
     assert state_keep["benchmarks"]["candidate"]["runs"], state_keep["benchmarks"]
+    # Decided by the sequential loop: baseline, candidate, candidate at least, every round recorded.
+    for state in (state_keep, state_revert):
+        arms = [r["arm"] for r in state["benchmarks"]["rounds"]]
+        assert arms[:3] == ["baseline", "candidate", "candidate"], arms
+        assert state["verdict"]["rounds_used"] == len(arms) and state["verdict"]["estimates"], state["verdict"]
+    hosts["results"]["rollout"]["rounds"] = dict(
+        (name, [r["arm"] for r in state["benchmarks"]["rounds"]]) for name, state in
+        (("keep", state_keep), ("revert", state_revert)))
     assert (report_dir / run_id / "report.json").exists() or list(report_dir.glob("**/report.json"))
 
 

@@ -135,6 +135,7 @@ def launch_plan(inputs):
         "candidate": candidate,
         "host": host,
         "model": inputs.get("model"),
+        "max_model_len": argv_opts.get("max_model_len"),
         "service_name": service,
         "unit_path": inputs.get("unit_path") or "/etc/systemd/system/%s.service" % service,
         "url": url,
@@ -196,18 +197,30 @@ def _number(name, value):
         raise LaunchPlanError("%s must be a number, got %r." % (name, value))
 
 
-def rollout_settings(bench, verdict, noise_cv):
+# The rollout variable behind each spec_decide parameter (a refusal names the variable to fix).
+VERDICT_VARIABLES = {
+    "keep_throughput_gain": "rollout_keep_throughput_gain", "keep_tpot_drop": "rollout_keep_tpot_drop",
+    "revert_throughput_gain": "rollout_revert_throughput_gain",
+    "c8_regression_tolerance": "rollout_c8_regression_tolerance", "marginal_action": "rollout_marginal_action",
+    "z": "rollout_noise_z", "drift_prior": "rollout_noise_cv", "round_prompts": "rollout_bench_num_prompts",
+    "max_failed_ratio": "rollout_bench_max_failed_ratio", "min_rounds": "rollout_verdict_min_rounds",
+    "max_rounds": "rollout_verdict_max_rounds", "max_wall_s": "rollout_verdict_max_wall_s",
+    "restart_s": "rollout_verdict_restart_s",
+}
+
+
+def rollout_settings(bench, verdict):
     """The rollout's benchmark and verdict settings, checked before any host changes.
 
     ``bench``: output_len, output_range_ratio, concurrency (list). ``verdict``: the
-    rollout_* thresholds by their spec_verdict names. Returns ``{"verdict": params}``
-    (low/high concurrency from the benchmark's levels) or raises LaunchPlanError naming
-    the variable and the fix: the benchmark's and the verdict's own rules, so this check
-    and the later steps never disagree.
+    rollout_* settings by their spec_decide names. Returns ``{"verdict": params}`` (every
+    spec_decide parameter, checked; low/high concurrency from the benchmark's levels) or
+    raises LaunchPlanError naming the variable and the fix: the benchmark's and the
+    verdict's own rules, so this check and the later steps never disagree.
     """
     # Imported here: the launch plan itself does not need the benchmark or the verdict.
     from ansible_collections.jetson.specdec.plugins.module_utils.bench.prompts import output_len_bounds
-    from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import validate_params
+    from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import validate
 
     levels = bench.get("concurrency")
     if not isinstance(levels, list) or not levels:
@@ -222,7 +235,9 @@ def rollout_settings(bench, verdict, noise_cv):
     params = dict(verdict, low_concurrency=min(levels),
                   high_concurrency=max(levels) if len(levels) > 1 else None)
     try:
-        validate_params(dict(params, noise_cv=_number("rollout_noise_cv", noise_cv)))
+        params = validate(params)
     except ValueError as exc:
-        raise LaunchPlanError("%s (set by the matching rollout_* variable)" % exc)
+        text = " %s " % exc
+        named = sorted((text.find(" %s " % key), var) for key, var in VERDICT_VARIABLES.items() if " %s " % key in text)
+        raise LaunchPlanError("%s (set by %s)" % (exc, named[0][1] if named else "the matching rollout_* variable"))
     return {"verdict": params}

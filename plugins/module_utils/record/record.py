@@ -18,7 +18,7 @@ import copy
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import next_rung
 
 # What the benchmark module returns that the record keeps (the rest is Ansible's bookkeeping).
-BENCH_KEYS = ("runs", "spec_decode", "server", "bench_warnings", "simulated", "config")
+BENCH_KEYS = ("runs", "spec_decode", "server", "bench_warnings", "simulated", "config", "workload")
 CONNECTION_ERRORS = ("deserialization failed", "is not running", "failed to connect", "unreachable")
 NO_RECORD_ERROR = "no record: the host was unreachable, or the run stopped before it"
 FINAL_STATUSES = ("kept", "reverted", "refused", "unchanged", "planned", "failed", "unreachable")
@@ -71,7 +71,8 @@ def from_stored(record, stored, check_mode=False, refusal=""):
     out["previous_status"] = state.get("status")
     if not stored.get("needs_rollout"):
         out.update(status="unchanged", verdict=state.get("verdict"), baseline=benchmarks.get("baseline"),
-                   candidate=benchmarks.get("candidate"), config_after=info.get("config_after"),
+                   candidate=benchmarks.get("candidate"), rounds=benchmarks.get("rounds") or [],
+                   config_after=info.get("config_after"),
                    simulated=bool(info.get("simulated", False)), reasons=[reason])
     elif check_mode:
         # A rollout cannot be simulated (it needs two live benchmarks), so check mode only says what it would do.
@@ -181,25 +182,49 @@ def broken_candidate_verdict(message):
                         % str(message or "benchmark failed")[:1500]]}
 
 
-def run_verdict(record, rounds, rungs, broke, params, noise_cv, repeat_on_noise=True):
+def decide_rounds(rounds):
+    """The role's rounds ([{phase, result}], in the order they ran) as spec_decide reads them."""
+    return [{"arm": r.get("phase"), "result": r.get("result") or {}} for r in rounds or []]
+
+
+def run_verdict(record, rounds, rungs, broke, params):
     """The verdict of the run so far, the one place it is decided.
 
-    No rung started: revert (flagged). The candidate broke during its benchmark: revert
-    (flagged). Otherwise the acceptance rule (verdict/rule.py) on the benchmarks, the
-    repeats pooled; ``repeat`` only while a repeat is still allowed.
+    No rung started: revert (flagged). The candidate broke during a benchmark: revert
+    (flagged). Otherwise the sequential verdict (verdict/decide.py) on every round so far:
+    ``continue`` with ``next_round.arm`` while the evidence does not settle keep or revert
+    and the budget in ``params`` allows another round; then keep, revert, marginal or
+    inconclusive (revert, flagged).
     """
-    from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import spec_verdict
+    from ansible_collections.jetson.specdec.plugins.module_utils.verdict.decide import spec_decide
 
     if ladder(record, rungs)["exhausted"]:
         return ladder_exhausted_verdict(record)
     if broke:
         return broken_candidate_verdict(broke)
-    baseline, candidate = phase_results(rounds, "baseline"), phase_results(rounds, "candidate")
-    final = len(candidate) > 1 or not repeat_on_noise
-    # one run each goes in as it is (the rule's single-run path), repeats as lists
-    return spec_verdict(baseline[-1] if len(baseline) == 1 else baseline,
-                        candidate[-1] if len(candidate) == 1 else candidate,
-                        noise_cv=noise_cv, final=final, **params)
+    return spec_decide(decide_rounds(rounds), **dict(params or {}))
+
+
+def compact_result(result):
+    """A benchmark result without its per-request lists: what the state file and the report keep."""
+    if not isinstance(result, dict):
+        return result
+    out = dict(result)
+    out["runs"] = [dict((k, v) for k, v in run.items() if k != "requests") if isinstance(run, dict) else run
+                   for run in result.get("runs") or []]
+    return out
+
+
+def round_summary(rounds):
+    """One line per round (arm and each level's throughput and TPOT p50): the evidence, in order."""
+    out = []
+    for rnd in rounds or []:
+        runs = (rnd.get("result") or {}).get("runs") or []
+        out.append({"arm": rnd.get("phase"),
+                    "levels": [dict((k, run.get(k)) for k in ("concurrency", "throughput_tok_s", "tpot_ms_p50",
+                                                              "completed", "failed"))
+                               for run in runs if isinstance(run, dict)]})
+    return out
 
 
 def judged(record, verdict, rounds, rung, stored):
@@ -214,12 +239,10 @@ def judged(record, verdict, rounds, rung, stored):
     out = touched(bench(record, rounds), stored)
     if rung:
         out = add_attempt(out, rung, True)
-    candidate = last_round(rounds, "candidate")
-    if len(phase_results(rounds, "candidate")) > 1:
-        # measured again because the first result was within the noise band
-        out.update(repeated=True, repeat_reason=verdict.get("ambiguous") or verdict.get("reasons"))
+    candidate = compact_result(last_round(rounds, "candidate"))
     out.update(status="kept" if kept else "reverted", verdict=verdict, reasons=list(verdict.get("reasons") or []),
-               baseline=last_round(rounds, "baseline"), candidate=candidate,
+               rounds=round_summary(rounds),
+               baseline=compact_result(last_round(rounds, "baseline")), candidate=candidate,
                spec_decode=(candidate or {}).get("spec_decode"),
                config_after=(rung or {}).get("label") if kept else "baseline")
     return out
@@ -239,7 +262,8 @@ def state_outcome(record, applied_argv, baseline_argv, rung, family, model, run_
     return {"status": status, "verdict": record.get("verdict"),
             "last_good": ({"kind": "candidate", "argv": applied_argv, "rung": (rung or {}).get("label")} if kept
                           else {"kind": "baseline", "argv": baseline_argv}),
-            "benchmarks": {"baseline": record.get("baseline"), "candidate": record.get("candidate")},
+            "benchmarks": {"baseline": record.get("baseline"), "candidate": record.get("candidate"),
+                           "rounds": record.get("rounds") or []},
             "attempts": record.get("attempts") or [],
             "info": {"family": family, "model": model,
                      "method": (rung or {}).get("vllm_server_speculative_method") if kept else None,

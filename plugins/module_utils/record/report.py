@@ -21,7 +21,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import
 
 SCHEMA_VERSION = 1
 FAILED_STATUSES = ("unreachable", "failed", "error")
-DECISION_ORDER = ("keep", "marginal", "repeat", "revert", "refused", "failed", "unreachable", "unknown")
+DECISION_ORDER = ("keep", "marginal", "revert", "inconclusive", "refused", "failed", "unreachable", "unknown")
 MEDIAN_FIELDS = ("c1_tok_s_before", "c1_tok_s_after", "c1_gain", "tpot_p50_before", "tpot_p50_after",
                  "tpot_drop", "c8_tok_s_before", "c8_tok_s_after", "acceptance_rate")
 
@@ -67,6 +67,12 @@ def host_row(record, low=1, high=8):
     }
     row["c1_gain"] = _ratio_change(row["c1_tok_s_before"], row["c1_tok_s_after"])
     row["tpot_drop"] = _ratio_change(row["tpot_p50_before"], row["tpot_p50_after"], invert=True)
+    # A sequential verdict judged every round: its estimates, not the last round of each arm, are
+    # the gain and the drop (so the table never contradicts the verdict).
+    metrics = verdict.get("metrics") if isinstance(verdict.get("metrics"), dict) and verdict.get("estimates") else {}
+    for column, key in (("c1_gain", "c1_throughput_gain"), ("tpot_drop", "c1_tpot_drop")):
+        if isinstance(metrics.get(key), (int, float)):
+            row[column] = metrics[key]
     row["failed"] = status in FAILED_STATUSES
     return row
 
@@ -191,6 +197,10 @@ def why_items(entry):
     """(label, text) pairs of one host's "why" block, in reading order; empty parts left out."""
     why = entry.get("why") or explain(normalize(entry.get("record") or {}))
     items = [("Why", " ".join(why["why"]) or "no reason recorded")]
+    if why.get("evidence"):
+        items.append(("Evidence", why["evidence"]))
+    if why.get("workload"):
+        items.append(("Workload", why["workload"]))
     if why["ladder"]:
         items.append(("Ladder", why["ladder"]))
     items.append(("Runs now", why["runs_now"]))

@@ -58,8 +58,67 @@ def _next_step(record, status, decision):
     return NEXT_STEPS.get(status, "")
 
 
+ESTIMATE_LABELS = (("c1_throughput_gain", "throughput c=%s"), ("c1_tpot_drop", "TPOT p50 drop c=%s"),
+                   ("c8_throughput_change", "throughput c=%s"))
+
+
+def _pct(value):
+    return "%+.1f%%" % (100.0 * float(value))
+
+
+def evidence(verdict, rounds=None):
+    """'throughput c=1 +51.3% (+42.1% to +61.0%), ...; 3 rounds (B C C), 180 requests, 1 restart' or None.
+
+    Only a sequential verdict (spec_decide) has intervals; older records have none.
+    """
+    estimates = verdict.get("estimates") if isinstance(verdict, dict) else None
+    if not isinstance(estimates, dict) or not estimates:
+        return None
+    metrics = verdict.get("metrics") if isinstance(verdict.get("metrics"), dict) else {}
+    parts = []
+    for key, label in ESTIMATE_LABELS:
+        est = estimates.get(key)
+        if not isinstance(est, dict):
+            continue
+        level = metrics.get("high_concurrency" if key.startswith("c8") else "low_concurrency") or "?"
+        try:
+            parts.append("%s %s (%s to %s)" % (label % level, _pct(est["point"]), _pct(est["low"]), _pct(est["high"])))
+        except (KeyError, TypeError, ValueError):
+            continue
+    arms = "".join("B" if (r or {}).get("arm") == "baseline" else "C" for r in rounds or [] if isinstance(r, dict))
+    restarts = verdict.get("restarts", "?")
+    used = "%s rounds%s, %s requests, %s restart%s" % (verdict.get("rounds_used", len(arms) or "?"),
+                                                       " (%s)" % " ".join(arms) if arms else "",
+                                                       verdict.get("requests_used", "?"), restarts,
+                                                       "" if restarts == 1 else "s")
+    return "; ".join(["; ".join(parts), used]) if parts else used
+
+
+def workload(record):
+    """'prompts.jsonl (custom, 120 prompts, sha256 3f2a...; acceptance by category: math 0.61, writing 0.34)',
+    'synthetic (token_ids)', or None when the record has no benchmark."""
+    for arm in ("candidate", "baseline"):
+        result = record.get(arm)
+        info = result.get("workload") if isinstance(result, dict) else None
+        if not isinstance(info, dict):
+            continue
+        if info.get("name") == "synthetic" or not info.get("sha256"):
+            return "synthetic (%s)" % (info.get("format") or "random")
+        text = "%s (%s, %s prompts, sha256 %s" % (info.get("name"), info.get("format"), info.get("count"),
+                                                  str(info.get("sha256"))[:12])
+        rates = info.get("acceptance_by_category") if arm == "candidate" else None
+        if isinstance(rates, dict) and rates:
+            parts = []
+            for name in sorted(rates):
+                rate = rates[name].get("acceptance_rate") if isinstance(rates[name], dict) else rates[name]
+                parts.append("%s %s" % (name, "%.2f" % rate if isinstance(rate, (int, float)) else "n/a"))
+            text += "; acceptance by category: " + ", ".join(parts)
+        return text + ")"
+    return None
+
+
 def explain(record):
-    """{why, ladder, runs_now, warnings, next_step} for one (normalized) record."""
+    """{why, ladder, evidence, workload, runs_now, warnings, next_step} for one (normalized) record."""
     record = record if isinstance(record, dict) else {}
     status = record.get("status") or "unknown"
     verdict = record.get("verdict") if isinstance(record.get("verdict"), dict) else {}
@@ -67,7 +126,11 @@ def explain(record):
     reasons = verdict.get("reasons") or record.get("reasons") or []
     if isinstance(reasons, str):
         reasons = [reasons]
-    why = [_short(r) for r in reasons if r][:MAX_REASONS]
+    reasons = [r for r in reasons if r]
+    if verdict.get("estimates") and len(reasons) > 1:
+        # a sequential verdict ends with its conclusion (Keep: / Revert: / Inconclusive:): lead with it
+        reasons = reasons[-1:] + reasons[:-1]
+    why = [_short(r) for r in reasons][:MAX_REASONS]
     if record.get("error"):
         why.insert(0, _short(record["error"]))
     warnings = []
@@ -80,6 +143,8 @@ def explain(record):
         "decision": decision,
         "why": why,
         "ladder": ladder_path(record.get("attempts")),
+        "evidence": evidence(verdict, record.get("rounds")),
+        "workload": workload(record),
         "runs_now": record.get("config_after") or ("unchanged" if status in ("refused", "unchanged", "planned") else "unknown"),
         "warnings": warnings,
         "next_step": _next_step(record, status, decision),

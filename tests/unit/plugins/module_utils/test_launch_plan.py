@@ -123,19 +123,28 @@ THRESHOLDS = {"keep_throughput_gain": 0.3, "keep_tpot_drop": 0.2, "revert_throug
 
 
 def test_rollout_settings_take_the_levels_from_the_benchmark():
-    out = rollout_settings({"concurrency": [8, 1], "output_len": 128, "output_range_ratio": 0}, THRESHOLDS, 0.03)
-    assert out["verdict"] == dict(THRESHOLDS, low_concurrency=1, high_concurrency=8)
-    one = rollout_settings({"concurrency": [1], "output_len": 128, "output_range_ratio": 0.5}, THRESHOLDS, 0.03)
+    out = rollout_settings({"concurrency": [8, 1], "output_len": 128, "output_range_ratio": 0}, THRESHOLDS)
+    assert dict((k, out["verdict"][k]) for k in THRESHOLDS) == THRESHOLDS
+    assert (out["verdict"]["low_concurrency"], out["verdict"]["high_concurrency"]) == (1, 8)
+    assert out["verdict"]["min_rounds"] == 3  # the rest are spec_decide's defaults, checked
+    one = rollout_settings({"concurrency": [1], "output_len": 128, "output_range_ratio": 0.5}, THRESHOLDS)
     assert one["verdict"]["high_concurrency"] is None
 
 
 @pytest.mark.parametrize("bench, verdict, match", [
     ({"concurrency": [1, 8], "output_len": 128, "output_range_ratio": 1.0}, {}, "rollout_bench_output_range_ratio"),
     ({"concurrency": [1, 8], "output_len": 128, "output_range_ratio": 0}, {"revert_throughput_gain": 0.5},
-     "revert_throughput_gain"),
-    ({"concurrency": [1, 8], "output_len": 128, "output_range_ratio": 0}, {"marginal_action": "maybe"}, "marginal_action"),
+     "revert_throughput_gain.*set by rollout_revert_throughput_gain"),
+    ({"concurrency": [1, 8], "output_len": 128, "output_range_ratio": 0}, {"marginal_action": "maybe"},
+     "marginal_action.*set by rollout_marginal_action"),
+    ({"concurrency": [1, 8], "output_len": 128, "output_range_ratio": 0}, {"drift_prior": 0.9},
+     "set by rollout_noise_cv"),
+    ({"concurrency": [1, 8], "output_len": 128, "output_range_ratio": 0}, {"min_rounds": 5, "max_rounds": 4},
+     "min_rounds.*set by rollout_verdict_min_rounds"),
+    ({"concurrency": [1, 8], "output_len": 128, "output_range_ratio": 0}, {"round_prompts": 2},
+     "set by rollout_bench_num_prompts"),
     ({"concurrency": [], "output_len": 128, "output_range_ratio": 0}, {}, "rollout_bench_concurrency"),
 ])
 def test_impossible_rollout_settings_are_refused_naming_the_setting(bench, verdict, match):
     with pytest.raises(LaunchPlanError, match=match):
-        rollout_settings(bench, dict(THRESHOLDS, **verdict), 0.03)
+        rollout_settings(bench, dict(THRESHOLDS, **verdict))

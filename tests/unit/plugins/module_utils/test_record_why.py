@@ -79,3 +79,44 @@ def test_garbage_attempts_and_reasons_do_not_break_the_explanation():
     assert why["warnings"] == ["power mode is not MAXN"]
     assert "hold the clocks" in why["next_step"]
     assert explain(None)["runs_now"] == "unknown"
+
+
+def test_a_sequential_verdict_leads_with_its_conclusion_and_shows_its_intervals_and_rounds():
+    from ansible_collections.jetson.specdec.plugins.module_utils.verdict.decide import spec_decide
+
+    def result(tput, tpot):
+        runs = []
+        for conc, scale in ((1, 1.0), (8, 5.0)):
+            reqs = [{"ok": True, "ttft_ms": 50.0, "tpot_ms": tpot * (1 + 0.01 * (i % 5)), "e2e_ms": 128000.0 / tput,
+                     "output_tokens": 128, "start_s": i * 128.0 / tput, "end_s": (i + 1) * 128.0 / tput}
+                    for i in range(30)]
+            runs.append({"concurrency": conc, "completed": 30, "failed": 0, "output_tokens": 3840,
+                         "duration_s": 30 * 128.0 / tput / scale, "throughput_tok_s": tput * scale, "tpot_ms_p50": tpot,
+                         "requests": reqs})
+        return {"runs": runs}
+
+    rounds = [{"arm": "baseline", "result": result(20.0, 50.0)}, {"arm": "candidate", "result": result(30.0, 30.0)},
+              {"arm": "candidate", "result": result(30.5, 29.5)}]
+    verdict = spec_decide(rounds)
+    assert verdict["action"] == "keep"
+    record = {"host": "h", "status": "kept", "verdict": verdict, "config_after": "eagle3",
+              "rounds": [{"arm": r["arm"]} for r in rounds]}
+    why = explain(normalize(record))
+    assert why["why"][0].startswith("Keep:")  # the conclusion first, then the numbers behind it
+    assert why["evidence"].startswith("throughput c=1 +5") and "(+" in why["evidence"]
+    assert "TPOT p50 drop c=1" in why["evidence"] and "throughput c=8" in why["evidence"]
+    assert "3 rounds (B C C)" in why["evidence"]
+    report = build_report([record], "run", "2026-12-01T00:00:00Z")
+    assert "**Evidence**" in render_markdown(report) and "<strong>Evidence</strong>" in render_html(report)
+    assert explain(normalize({"host": "old", "status": "kept", "verdict": {"decision": "keep"}}))["evidence"] is None
+
+
+def test_the_workload_is_named_with_its_hash_and_acceptance_per_category():
+    wl = {"name": "prompts.jsonl", "format": "spec_bench", "count": 3, "sha256": "ab" * 32,
+          "acceptance_by_category": {"math": {"acceptance_rate": 0.612}, "writing": None}}
+    why = explain(normalize({"host": "h", "status": "kept", "candidate": {"runs": [], "workload": wl}}))
+    assert why["workload"] == ("prompts.jsonl (spec_bench, 3 prompts, sha256 abababababab; acceptance by category: "
+                               "math 0.61, writing n/a)")
+    synthetic = {"runs": [], "workload": {"name": "synthetic", "format": "token_ids"}}
+    assert explain(normalize({"host": "h", "status": "reverted", "baseline": synthetic}))["workload"] == "synthetic (token_ids)"
+    assert explain(normalize({"host": "h", "status": "refused"}))["workload"] is None

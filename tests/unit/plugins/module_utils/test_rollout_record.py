@@ -97,19 +97,73 @@ def test_rejected_config_ends_the_ladder_at_once():
     assert verdict["reasons"][-1] == record["attempts"][-1]["next"]
 
 
-def test_run_verdict_is_decided_in_one_place():
+def noisy(rng, tok_s, tpot, c8=400.0, n=30, cv=0.05):
+    """A benchmark with per-request data (what spec_decide weighs), around the given medians."""
+    runs = []
+    for conc, tput, tp in ((1, tok_s, tpot), (8, c8, 60.0)):
+        e2e = 128 * 1000.0 / tput * conc
+        reqs = [{"ok": True, "ttft_ms": 50.0, "tpot_ms": tp * rng.lognormvariate(0, cv),
+                 "e2e_ms": e2e * rng.lognormvariate(0, cv), "output_tokens": 128,
+                 "start_s": i * e2e / 1000.0 / conc, "end_s": (i + 1) * e2e / 1000.0 / conc} for i in range(n)]
+        runs.append({"concurrency": conc, "completed": n, "failed": 0, "output_tokens": 128 * n,
+                     "duration_s": n * e2e / 1000.0 / conc, "throughput_tok_s": tput, "tpot_ms_p50": tp,
+                     "errors": {}, "requests": reqs})
+    return {"runs": runs, "simulated": False}
+
+
+def drive(record, truth, broke=None, seed=3, **params):
+    """The role's loop (verdict.yml, round.yml): measure the arm the verdict asks for, until it stops."""
+    import random
+    rng = random.Random(seed)
+    rounds = [{"phase": "baseline", "result": noisy(rng, 20, 50)}]  # evaluate.yml measures the baseline first
+    while True:
+        out = rec.run_verdict(record, rounds, RUNGS, broke, dict(PARAMS, **params))
+        if out["decision"] != "continue":
+            return out, rounds
+        arm = out["next_round"]["arm"]
+        rounds.append({"phase": arm, "result": noisy(rng, *(truth if arm == "candidate" else (20, 50)))})
+
+
+def test_run_verdict_measures_until_the_evidence_settles():
     record = rec.new_record("h", "run", JETSON)
-    better = [{"phase": "baseline", "result": bench(20, 50)}, {"phase": "candidate", "result": bench(30, 30)}]
-    assert rec.run_verdict(record, better, RUNGS, None, PARAMS, 0.03)["action"] == "keep"
-    broke = rec.run_verdict(record, better, RUNGS, "stalled", PARAMS, 0.03)
-    assert broke["action"] == "revert" and "stalled" in broke["reasons"][0]
-    # within the noise band: repeat while allowed, a final decision on the pooled repeats after
-    close = [{"phase": "baseline", "result": bench(20, 50)}, {"phase": "candidate", "result": bench(25.8, 40.3)}]
-    first = rec.run_verdict(record, close, RUNGS, None, PARAMS, 0.03)
-    assert first["decision"] == "repeat"
-    assert rec.run_verdict(record, close, RUNGS, None, PARAMS, 0.03, repeat_on_noise=False)["decision"] != "repeat"
-    pooled = close + [{"phase": "candidate", "result": bench(25.9, 40.1)}, {"phase": "baseline", "result": bench(20, 50)}]
-    assert rec.run_verdict(record, pooled, RUNGS, None, PARAMS, 0.03)["decision"] != "repeat"
+    out, rounds = drive(record, (30, 30, 440))  # +50 % throughput, TPOT -40 %, c8 +10 %: keep
+    assert (out["decision"], out["action"]) == ("keep", "keep")
+    # baseline, candidate, candidate: one arm measured twice before any decision (min_rounds 3)
+    assert [r["phase"] for r in rounds] == ["baseline", "candidate", "candidate"]
+    out, rounds = drive(record, (19, 52))  # slower: revert
+    assert out["action"] == "revert" and out["decision"] == "revert"
+    # right at the revert threshold (+10 %) the evidence never settles; the round budget ends it, reverted and flagged
+    out, rounds = drive(record, (22, 40, 440), max_rounds=6)
+    assert (out["decision"], out["action"], out["flagged"]) == ("inconclusive", "revert", True)
+    assert len(rounds) == 6 and "round budget" in out["reasons"][-1]
+
+
+def test_repeats_off_decides_on_one_round_each():
+    record = rec.new_record("h", "run", JETSON)
+    out, rounds = drive(record, (22, 40, 440), min_rounds=2, max_rounds=2)
+    assert len(rounds) == 2 and out["decision"] == "inconclusive" and out["action"] == "revert"
+    out, rounds = drive(record, (30, 30, 520), min_rounds=2, max_rounds=2)
+    assert len(rounds) == 2 and out["action"] == "keep"
+
+
+def test_a_broken_candidate_or_an_exhausted_ladder_is_reverted_whatever_the_numbers():
+    record = rec.new_record("h", "run", JETSON)
+    rounds = [{"phase": "baseline", "result": bench(20, 50)}, {"phase": "candidate", "result": bench(30, 30)}]
+    broke = rec.run_verdict(record, rounds, RUNGS, "stalled", PARAMS)
+    assert broke["action"] == "revert" and broke["flagged"] and "stalled" in broke["reasons"][0]
+
+
+def test_judged_record_keeps_a_line_per_round_and_no_request_lists():
+    import random
+    rng = random.Random(1)
+    rounds = [{"phase": "baseline", "result": noisy(rng, 20, 50)}, {"phase": "candidate", "result": noisy(rng, 30, 30, 440)},
+              {"phase": "candidate", "result": noisy(rng, 30, 30, 440)}]
+    verdict = rec.run_verdict(rec.new_record("h", "run", JETSON), rounds, RUNGS, None, PARAMS)
+    out = rec.judged(rec.new_record("h", "run", JETSON), verdict, rounds, RUNGS[0], stored(True))
+    assert [r["arm"] for r in out["rounds"]] == ["baseline", "candidate", "candidate"]
+    assert out["rounds"][1]["levels"][0]["concurrency"] == 1 and out["rounds"][1]["levels"][0]["throughput_tok_s"] == 30
+    assert all("requests" not in run for arm in ("baseline", "candidate") for run in out[arm]["runs"])
+    assert "requests" in rounds[0]["result"]["runs"][0]  # the inputs are never changed
 
 
 def test_judged_record_keeps_the_last_benchmark_of_each_arm_and_the_started_rung():
@@ -122,13 +176,13 @@ def test_judged_record_keeps_the_last_benchmark_of_each_arm_and_the_started_rung
     assert out["simulated"] is True and out["resumed_pending"] is True
     assert out["config_before"] == "eagle3 at utilization 0.70"
     assert out["attempts"][-1]["result"] == "started" and out["reasons"] == ["faster"]
-    assert out["repeated"] is True and out["repeat_reason"] == ["faster"]
+    assert [r["arm"] for r in out["rounds"]] == ["baseline", "candidate", "candidate", "baseline"]
     reverted = rec.judged(rec.new_record("h", "run", JETSON), {"decision": "revert", "action": "revert"}, rounds,
                           None, stored(True))
     assert reverted["status"] == "reverted" and reverted["config_after"] == "baseline" and reverted["attempts"] == []
-    assert "repeated" not in rec.judged({}, {"decision": "keep", "action": "keep"}, rounds[:2], None, stored(True))
+    assert len(rec.judged({}, {"decision": "keep", "action": "keep"}, rounds[:2], None, stored(True))["rounds"]) == 2
     with pytest.raises(rec.RecordError, match="keep or revert"):
-        rec.judged({}, {"decision": "repeat"}, rounds, None, stored(True))
+        rec.judged({}, {"decision": "continue", "action": "measure_more"}, rounds, None, stored(True))
 
 
 def test_failure_without_an_answer_is_unreachable_and_with_facts_is_failed():
@@ -166,10 +220,10 @@ def test_filter_dispatches_events_and_names_an_unknown_one():
         filters["rollout_record"](record, "nope")
     assert filters["rollout_bench_result"]({"runs": [], "changed": False, "invocation": {}}) == {"runs": []}
     rounds = [{"phase": "baseline", "result": {"n": 1}}, {"phase": "baseline", "result": {"n": 2}}]
-    assert filters["rollout_rounds"](rounds, "baseline") == {"n": 2}
-    assert filters["rollout_rounds"](rounds, "baseline", "all") == [{"n": 1}, {"n": 2}]
-    with pytest.raises(AnsibleFilterError, match="noise_cv|non-negative"):
-        filters["rollout_verdict"](record, [], RUNGS, None, PARAMS, -1)
+    assert filters["rollout_rounds"](rounds, "baseline") == {"n": 2, "runs": []}
+    assert filters["rollout_rounds"](rounds, "baseline", "all") == [{"n": 1, "runs": []}, {"n": 2, "runs": []}]
+    with pytest.raises(AnsibleFilterError, match="drift_prior"):
+        filters["rollout_verdict"](record, [], RUNGS, None, dict(PARAMS, drift_prior=-1))
 
 
 def test_state_outcome_of_a_kept_a_reverted_and_a_refused_host():
@@ -182,7 +236,8 @@ def test_state_outcome_of_a_kept_a_reverted_and_a_refused_host():
                                                             "rung": rung["label"]}
     assert out["info"] == {"family": "thor", "model": "m", "method": "eagle3", "run_id": "run", "simulated": False,
                            "config_after": rung["label"]}
-    assert out["benchmarks"] == {"baseline": bench(20, 50), "candidate": bench(30, 30)}
+    assert out["benchmarks"]["baseline"] == bench(20, 50) and out["benchmarks"]["candidate"] == bench(30, 30)
+    assert [r["arm"] for r in out["benchmarks"]["rounds"]] == [r["phase"] for r in rounds]
     assert out["attempts"][-1]["result"] == "started"
     reverted = rec.judged(rec.new_record("h", "run", JETSON), {"decision": "revert", "action": "revert"}, rounds, rung,
                           stored(True))

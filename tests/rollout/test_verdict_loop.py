@@ -1,0 +1,124 @@
+"""The sequential verdict on a simulated fleet (issue 15): round after round until settled.
+
+Both noisy hosts throttle (the simulator's thermal episode) from 15 model seconds after each
+vLLM start: the candidate's first round (about 12 s) runs at full speed, its second round on
+the same server does not, so the two candidate rounds disagree and the drift between rounds is
+measured large; every later start throttles again at 15 s.
+- noisy (slowdown 1.6, budget 8 rounds): the evidence does not settle after baseline,
+  candidate, candidate: the rollout measures more rounds, interleaving the arms, and records
+  every round;
+- inconclusive (slowdown 3, budget 4 rounds): the evidence cannot settle keep or revert within
+  the budget: inconclusive, reverted and flagged;
+- crash in round 2: the candidate dies during its second round (not its first): the host is
+  reverted, not failed, and serves the baseline (bug 4 of the issue).
+- prompts: the operator's prompt file (rollout_bench_dataset) is checked on the controller,
+  copied to the host and measured on; a second run with a file whose third line has no prompt
+  fails in the read-only pass, naming the line, and changes nothing (issue 16, workloads).
+Observable results only: state files, what each host serves, the fleet report.
+"""
+import os
+
+import pytest
+
+from harness import assert_serving, assert_state, board
+
+PREFIX = "specdec-lv-"
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+# Short rounds: these tests are about the loop, not the numbers (8 prompts per level and round).
+SHORT = {"rollout_bench_num_prompts": 8, "rollout_bench_warmup_prompts": 1, "rollout_bench_output_len": 32,
+         "rollout_verdict_restart_s": 5}
+# warm-up 1 + 8 prompts at concurrency 1 and at 8: 18 completions per round; the 20th is in round 2
+CRASH_AT = 20
+THROTTLE = {"thermal": {"after_s": 15, "duration_s": 100000, "slowdown": 3.0}}
+BOARDS = [
+    board("lv-noisy", "thor-01", noise=dict(THROTTLE, step_jitter_cv=0.08, acceptance_spread=0.3,
+                                             thermal=dict(THROTTLE["thermal"], slowdown=1.6)),
+          hostvars={"rollout_verdict_max_rounds": 8}),
+    board("lv-inconclusive", "thor-01", noise=THROTTLE, hostvars={"rollout_verdict_max_rounds": 4}),
+    board("lv-crash", "thor-01", faults={"crash_after_requests": CRASH_AT, "when": "speculative"}),
+    board("lv-prompts", "thor-01", hostvars={"rollout_bench_dataset": os.path.join(DATA, "prompts.jsonl")}),
+]
+ORDER = ["baseline", "candidate", "candidate", "baseline", "baseline", "candidate", "candidate", "baseline"]
+
+
+@pytest.fixture(scope="module")
+def fleet(make_fleet):
+    fleet = make_fleet(PREFIX, BOARDS, hostvars=SHORT)
+    fleet.first = fleet.run("playbooks/rollout.yml", rollout_serial=["100%"], rollout_run_id="loop")
+    fleet.after_first = dict((h, fleet.state(h)) for h in fleet.hosts)
+    fleet.bad_file = fleet.run("playbooks/rollout.yml", "--limit", "lv-prompts,localhost", rollout_serial=["100%"],
+                               rollout_run_id="bad-file", rollout_force=True,
+                               rollout_bench_dataset=os.path.join(DATA, "bad-prompts.jsonl"))
+    return fleet
+
+
+def rounds(state):
+    return [r["arm"] for r in state["benchmarks"]["rounds"]]
+
+
+def test_the_run_finishes_without_a_failed_host(fleet):
+    rc, out, dummy = fleet.first
+    assert rc == 0, out[-4000:]
+
+
+def test_a_noisy_host_is_measured_round_after_round_with_the_arms_interleaved(fleet):
+    state = fleet.state("lv-noisy")
+    assert state["status"] in ("kept", "reverted"), state
+    verdict = state["verdict"]
+    arms = rounds(state)
+    assert 3 < len(arms) <= 8 and arms == ORDER[:len(arms)], (arms, verdict["reasons"])
+    assert verdict["rounds_used"] == len(arms) and verdict["decision"] in ("keep", "marginal", "revert", "inconclusive")
+    for key in ("c1_throughput_gain", "c1_tpot_drop", "c8_throughput_change"):
+        est = verdict["estimates"][key]
+        assert est["low"] <= est["point"] <= est["high"], est
+    assert_serving(fleet, "lv-noisy", speculative=state["status"] == "kept")
+
+
+def test_a_host_whose_evidence_never_settles_is_inconclusive_reverted_and_flagged(fleet):
+    state = assert_state(fleet, "lv-inconclusive", "reverted", "inconclusive")
+    verdict = state["verdict"]
+    assert verdict["action"] == "revert" and verdict["flagged"] is True
+    assert rounds(state) == ORDER[:4] and verdict["rounds_used"] == 4
+    assert "round budget" in verdict["reasons"][-1] and "Not settled yet" in " ".join(verdict["reasons"])
+    assert state["last_good"]["kind"] == "baseline"
+    assert_serving(fleet, "lv-inconclusive", speculative=False)
+
+
+def test_a_candidate_dying_in_its_second_round_is_reverted_not_failed(fleet):
+    state = assert_state(fleet, "lv-crash", "reverted", "revert")
+    assert state["verdict"]["flagged"] is True
+    assert "failed during its benchmark" in state["verdict"]["reasons"][0], state["verdict"]
+    # the baseline and the candidate's first round are kept; the round that broke is not a result
+    assert rounds(state) == ["baseline", "candidate"], rounds(state)
+    assert_serving(fleet, "lv-crash", speculative=False)
+
+
+def test_the_report_shows_each_hosts_intervals_and_rounds(fleet):
+    rows = fleet.report_rows("loop")
+    assert rows["lv-inconclusive"]["decision"] == "inconclusive"
+    with open(os.path.join(fleet.reports, "loop", "report.md")) as handle:
+        text = handle.read()
+    assert "**Evidence**" in text and "4 rounds (B C C B)" in text
+
+
+def test_the_operators_prompts_are_copied_to_the_host_and_measured_on(fleet):
+    state = fleet.after_first["lv-prompts"]
+    assert state["status"] in ("kept", "reverted"), state
+    for arm in ("baseline", "candidate"):
+        workload = state["benchmarks"][arm]["workload"]
+        assert (workload["name"], workload["format"], workload["count"]) == ("prompts.jsonl", "custom", 6), workload
+    sha = state["benchmarks"]["candidate"]["workload"]["sha256"]
+    copy = "/var/lib/jetson-specdec/workloads/%s/prompts.jsonl" % sha[:16]
+    assert fleet.sh("lv-prompts", "stat -c %%a %s" % copy).stdout.strip() == "640"
+    assert state["config"]["workload"] == sha  # a new file is a new config: the hosts are judged again
+    with open(os.path.join(fleet.reports, "loop", "report.md")) as handle:
+        assert "**Workload**: prompts.jsonl (custom, 6 prompts" in handle.read()
+
+
+def test_a_bad_prompt_file_is_refused_naming_the_line_before_any_host_changes(fleet):
+    rc, out, dummy = fleet.bad_file
+    assert rc != 0
+    assert "bad-prompts.jsonl line 3 has no 'prompt'" in out and "no host was changed" in out, out[-3000:]
+    assert "Benchmark a round" not in out and "Copy the prompt file" not in out
+    assert fleet.state("lv-prompts") == fleet.after_first["lv-prompts"]  # not even the state file was touched
+    assert_serving(fleet, "lv-prompts", speculative=fleet.after_first["lv-prompts"]["status"] == "kept")
