@@ -24,6 +24,9 @@ import pytest
 
 from harness import LOCK, REPO, assert_serving, assert_state, board, recap
 
+# ~25 min with test_faults_lock/test_faults_state together: make integration-all, not CI (make test).
+pytestmark = pytest.mark.slow
+
 PREFIX = "specdec-fl-"
 BOARDS = [board("fl-same", "thor-01"), board("fl-stale", "thor-01"), board("fl-long", "agx-01"),
           board("fl-drop", "thor-01")]

@@ -24,6 +24,9 @@ import pytest
 
 from harness import STATE, assert_serving, assert_state, board, recap
 
+# ~25 min with test_faults_lock/test_faults_state together: make integration-all, not CI (make test).
+pytestmark = pytest.mark.slow
+
 PREFIX = "specdec-fs-"
 BOARDS = [board(name, "thor-01") for name in ("fs-rofs", "fs-full", "fs-newer", "fs-corrupt", "fs-oom")]
 FAULTED = ["fs-rofs", "fs-full", "fs-newer", "fs-corrupt"]
