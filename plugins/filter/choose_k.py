@@ -7,6 +7,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data import plain
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.choose_k import ChooseKError
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.choose_k import choose_k as _choose_k
 
@@ -14,7 +15,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.verdict.choose_k im
 def spec_choose_k(candidate, baseline, k_measured, **params):
     """``candidate | jetson.specdec.spec_choose_k(baseline, k_measured, method=...)``."""
     try:
-        return _choose_k(candidate, baseline, k_measured, **params)
+        return _choose_k(plain(candidate), plain(baseline), plain(k_measured), **plain(params))
     except ChooseKError as exc:
         # missing levels or counters are a playbook problem: fail the task with the fix
         raise AnsibleFilterError("spec_choose_k: %s" % exc)

@@ -32,10 +32,10 @@ def vllm_server_launch_headroom(launch, headroom):
     return with_headroom(plain(launch), plain(headroom) if checked else None)
 
 
-def rollout_settings(bench, verdict):
+def rollout_settings(bench, verdict, ttft=None):
     """The rollout's benchmark and verdict settings, checked (the failure names the variable and the fix)."""
     try:
-        return _rollout_settings(plain(bench), plain(verdict))
+        return _rollout_settings(plain(bench), plain(verdict), plain(ttft))
     except LaunchPlanError as exc:
         raise AnsibleFilterError("jetson.specdec.rollout_settings: %s" % exc)
 

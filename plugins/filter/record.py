@@ -19,6 +19,7 @@ EVENTS = {
     "touched": rec.touched,
     "bench": rec.bench,
     "attempt": rec.add_attempt,
+    "k_tuned": rec.k_tuned,
     "judged": rec.judged,
     "refused": rec.refused,
     "failed": rec.failed,
@@ -67,10 +68,10 @@ def rollout_rounds(rounds, phase, which="last"):
     return [rec.compact_result(r) for r in rec.phase_results(rounds, phase)]
 
 
-def rollout_verdict(record, rounds, rungs, broke, params):
+def rollout_verdict(record, rounds, rungs, broke, params, ttft=None):
     """The verdict of the run so far (record.run_verdict); bad parameters fail naming the rule and the fix."""
     try:
-        return rec.run_verdict(plain(record), plain(rounds), plain(rungs), plain(broke), plain(params))
+        return rec.run_verdict(plain(record), plain(rounds), plain(rungs), plain(broke), plain(params), plain(ttft))
     except ValueError as exc:
         raise AnsibleFilterError("jetson.specdec.rollout_verdict: %s" % exc)
 

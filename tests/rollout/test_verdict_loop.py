@@ -68,6 +68,7 @@ def test_a_noisy_host_is_measured_round_after_round_with_the_arms_interleaved(fl
     arms = rounds(state)
     assert 3 < len(arms) <= 8 and arms == ORDER[:len(arms)], (arms, verdict["reasons"])
     assert verdict["rounds_used"] == len(arms) and verdict["decision"] in ("keep", "marginal", "revert", "inconclusive")
+    assert isinstance(verdict["metrics"]["ttft_change"], float)  # the TTFT guard reports on every verdict
     for key in ("c1_throughput_gain", "c1_tpot_drop", "c8_throughput_change"):
         est = verdict["estimates"][key]
         assert est["low"] <= est["point"] <= est["high"], est

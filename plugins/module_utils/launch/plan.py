@@ -64,8 +64,10 @@ def normalize_plan_inputs(inputs):
     out = dict(inputs)
     for key in OPTIONAL_INTS:
         out[key] = optional_int(out.get(key))
-    for key in ("speculation", "force"):
-        out[key] = _bool("vllm_server_%s" % key if key == "speculation" else "vllm_server_force_speculation", out.get(key))
+    names = {"speculation": "vllm_server_speculation", "force": "vllm_server_force_speculation",
+             "k_tuning": "vllm_server_k_tuning"}
+    for key, name in names.items():
+        out[key] = _bool(name, out.get(key))
     return out
 
 
@@ -209,11 +211,12 @@ VERDICT_VARIABLES = {
 }
 
 
-def rollout_settings(bench, verdict):
+def rollout_settings(bench, verdict, ttft=None):
     """The rollout's benchmark and verdict settings, checked before any host changes.
 
     ``bench``: output_len, output_range_ratio, concurrency (list). ``verdict``: the
-    rollout_* settings by their spec_decide names. Returns ``{"verdict": params}`` (every
+    rollout_* settings by their spec_decide names; ``ttft``: rollout_ttft_tolerance and
+    rollout_ttft_action as {tolerance, action}. Returns ``{"verdict": params, "ttft": ...}`` (every
     spec_decide parameter, checked; low/high concurrency from the benchmark's levels) or
     raises LaunchPlanError naming the variable and the fix: the benchmark's and the
     verdict's own rules, so this check and the later steps never disagree.
@@ -221,6 +224,7 @@ def rollout_settings(bench, verdict):
     # Imported here: the launch plan itself does not need the benchmark or the verdict.
     from ansible_collections.jetson.specdec.plugins.module_utils.bench.prompts import output_len_bounds
     from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import validate
+    from ansible_collections.jetson.specdec.plugins.module_utils.verdict.ttft import validate as validate_ttft
 
     levels = bench.get("concurrency")
     if not isinstance(levels, list) or not levels:
@@ -240,4 +244,8 @@ def rollout_settings(bench, verdict):
         text = " %s " % exc
         named = sorted((text.find(" %s " % key), var) for key, var in VERDICT_VARIABLES.items() if " %s " % key in text)
         raise LaunchPlanError("%s (set by %s)" % (exc, named[0][1] if named else "the matching rollout_* variable"))
-    return {"verdict": params}
+    try:
+        guard = validate_ttft(ttft or {})
+    except ValueError as exc:
+        raise LaunchPlanError(str(exc))
+    return {"verdict": params, "ttft": guard}

@@ -166,6 +166,20 @@ def add_attempt(record, rung, started, cause=None, message=None, rungs=None, hea
     return out
 
 
+def k_tuned(record, choice, probe_k):
+    """What k tuning found (tune_k.yml): the probe's k, the chosen k and the prediction, or why it failed."""
+    choice = choice if isinstance(choice, dict) else {}
+    out = _copy(record)
+    if choice.get("failed"):
+        out["k_tuning"] = {"probe_k": probe_k, "k": None, "failed": str(choice["failed"])[:1500]}
+    else:
+        out["k_tuning"] = dict((key, choice.get(key)) for key in (
+            "k", "predicted_speedup", "measured_speedup", "acceptance_length", "beats_baseline",
+            "larger_k_may_help", "reasons"))
+        out["k_tuning"]["probe_k"] = probe_k
+    return out
+
+
 def ladder_exhausted_verdict(record):
     """The verdict when no rung of the ladder started: speculation off, flagged (with why the ladder stopped)."""
     attempts = record.get("attempts") or []
@@ -187,22 +201,26 @@ def decide_rounds(rounds):
     return [{"arm": r.get("phase"), "result": r.get("result") or {}} for r in rounds or []]
 
 
-def run_verdict(record, rounds, rungs, broke, params):
+def run_verdict(record, rounds, rungs, broke, params, ttft=None):
     """The verdict of the run so far, the one place it is decided.
 
     No rung started: revert (flagged). The candidate broke during a benchmark: revert
     (flagged). Otherwise the sequential verdict (verdict/decide.py) on every round so far:
     ``continue`` with ``next_round.arm`` while the evidence does not settle keep or revert
     and the budget in ``params`` allows another round; then keep, revert, marginal or
-    inconclusive (revert, flagged).
+    inconclusive (revert, flagged). ``ttft`` ({tolerance, action}): the TTFT guard on a kept
+    candidate (verdict/ttft.py).
     """
     from ansible_collections.jetson.specdec.plugins.module_utils.verdict.decide import spec_decide
+    from ansible_collections.jetson.specdec.plugins.module_utils.verdict.ttft import apply_ttft
 
     if ladder(record, rungs)["exhausted"]:
         return ladder_exhausted_verdict(record)
     if broke:
         return broken_candidate_verdict(broke)
-    return spec_decide(decide_rounds(rounds), **dict(params or {}))
+    data = decide_rounds(rounds)
+    verdict = spec_decide(data, **dict(params or {}))
+    return apply_ttft(verdict, data, (verdict.get("metrics") or {}).get("low_concurrency") or 1, ttft or {})
 
 
 def compact_result(result):
@@ -268,7 +286,7 @@ def state_outcome(record, applied_argv, baseline_argv, rung, family, model, run_
             "info": {"family": family, "model": model,
                      "method": (rung or {}).get("vllm_server_speculative_method") if kept else None,
                      "run_id": run_id, "simulated": bool(record.get("simulated")),
-                     "config_after": record.get("config_after")}}
+                     "config_after": record.get("config_after"), "k_tuning": record.get("k_tuning")}}
 
 
 def refused(record, refusal):

@@ -201,6 +201,8 @@ def why_items(entry):
         items.append(("Evidence", why["evidence"]))
     if why.get("workload"):
         items.append(("Workload", why["workload"]))
+    if why.get("k_tuning"):
+        items.append(("k tuning", why["k_tuning"]))
     if why["ladder"]:
         items.append(("Ladder", why["ladder"]))
     items.append(("Runs now", why["runs_now"]))

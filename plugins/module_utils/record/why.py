@@ -85,6 +85,8 @@ def evidence(verdict, rounds=None):
             parts.append("%s %s (%s to %s)" % (label % level, _pct(est["point"]), _pct(est["low"]), _pct(est["high"])))
         except (KeyError, TypeError, ValueError):
             continue
+    if isinstance(metrics.get("ttft_change"), (int, float)):
+        parts.append("TTFT p50 c=%s %s" % (metrics.get("low_concurrency") or "?", _pct(metrics["ttft_change"])))
     arms = "".join("B" if (r or {}).get("arm") == "baseline" else "C" for r in rounds or [] if isinstance(r, dict))
     restarts = verdict.get("restarts", "?")
     used = "%s rounds%s, %s requests, %s restart%s" % (verdict.get("rounds_used", len(arms) or "?"),
@@ -117,6 +119,22 @@ def workload(record):
     return None
 
 
+def k_tuning(record):
+    """'probe k=8 -> k=4 (predicted 1.21x at k=4; ...)', 'probe k=8 failed: ...', or None."""
+    info = record.get("k_tuning") if isinstance(record.get("k_tuning"), dict) else None
+    if not info:
+        return None
+    if info.get("failed"):
+        return "probe at k=%s failed, so the board's k was judged: %s" % (info.get("probe_k"), _short(info["failed"]))
+    speedups = info.get("predicted_speedup") if isinstance(info.get("predicted_speedup"), dict) else {}
+    curve = ", ".join("k=%s %.2fx" % (k, v) for k, v in sorted(speedups.items(), key=lambda kv: int(kv[0]))
+                      if isinstance(v, (int, float)))
+    measured = info.get("measured_speedup")
+    return "probe at k=%s%s -> k=%s chosen; predicted c=1 speedup %s" % (
+        info.get("probe_k"), " (measured %.2fx)" % measured if isinstance(measured, (int, float)) else "",
+        info.get("k"), curve or "n/a")
+
+
 def explain(record):
     """{why, ladder, evidence, workload, runs_now, warnings, next_step} for one (normalized) record."""
     record = record if isinstance(record, dict) else {}
@@ -145,6 +163,7 @@ def explain(record):
         "ladder": ladder_path(record.get("attempts")),
         "evidence": evidence(verdict, record.get("rounds")),
         "workload": workload(record),
+        "k_tuning": k_tuning(record),
         "runs_now": record.get("config_after") or ("unchanged" if status in ("refused", "unchanged", "planned") else "unknown"),
         "warnings": warnings,
         "next_step": _next_step(record, status, decision),

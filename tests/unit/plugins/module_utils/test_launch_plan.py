@@ -148,3 +148,11 @@ def test_rollout_settings_take_the_levels_from_the_benchmark():
 def test_impossible_rollout_settings_are_refused_naming_the_setting(bench, verdict, match):
     with pytest.raises(LaunchPlanError, match=match):
         rollout_settings(bench, dict(THRESHOLDS, **verdict))
+
+
+def test_k_tuning_from_templating_is_a_boolean_and_a_bad_one_names_the_variable():
+    from ansible_collections.jetson.specdec.plugins.module_utils.launch.plan import normalize_plan_inputs
+    assert normalize_plan_inputs({"k_tuning": "true", "k": "8"})["k_tuning"] is True
+    assert normalize_plan_inputs({"k": "8"})["k_tuning"] is False and normalize_plan_inputs({"k": "8"})["k"] == 8
+    with pytest.raises(LaunchPlanError, match="vllm_server_k_tuning"):
+        normalize_plan_inputs({"k_tuning": "maybe"})

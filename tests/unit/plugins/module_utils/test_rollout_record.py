@@ -130,6 +130,7 @@ def test_run_verdict_measures_until_the_evidence_settles():
     assert (out["decision"], out["action"]) == ("keep", "keep")
     # baseline, candidate, candidate: one arm measured twice before any decision (min_rounds 3)
     assert [r["phase"] for r in rounds] == ["baseline", "candidate", "candidate"]
+    assert out["metrics"]["ttft_change"] == 0.0  # the TTFT guard ran (same first-token time in both arms)
     out, rounds = drive(record, (19, 52))  # slower: revert
     assert out["action"] == "revert" and out["decision"] == "revert"
     # right at the revert threshold (+10 %) the evidence never settles; the round budget ends it, reverted and flagged
@@ -235,7 +236,7 @@ def test_state_outcome_of_a_kept_a_reverted_and_a_refused_host():
     assert out["status"] == "kept" and out["last_good"] == {"kind": "candidate", "argv": ["vllm", "serve", "--spec"],
                                                             "rung": rung["label"]}
     assert out["info"] == {"family": "thor", "model": "m", "method": "eagle3", "run_id": "run", "simulated": False,
-                           "config_after": rung["label"]}
+                           "config_after": rung["label"], "k_tuning": None}
     assert out["benchmarks"]["baseline"] == bench(20, 50) and out["benchmarks"]["candidate"] == bench(30, 30)
     assert [r["arm"] for r in out["benchmarks"]["rounds"]] == [r["phase"] for r in rounds]
     assert out["attempts"][-1]["result"] == "started"
@@ -249,3 +250,20 @@ def test_state_outcome_of_a_kept_a_reverted_and_a_refused_host():
         "info": {"family": "orin-nano", "model": "m", "simulated": False}}
     with pytest.raises(rec.RecordError, match="queued"):
         rec.state_outcome({"status": "queued"}, [], [], None, "thor", "m", "run")
+
+
+def test_k_tuning_is_recorded_with_its_prediction_or_why_it_failed():
+    from ansible_collections.jetson.specdec.plugins.module_utils.record.why import k_tuning
+    choice = {"k": 4, "predicted_speedup": {"1": 1.2, "2": 1.4, "4": 1.6, "8": 1.5}, "measured_speedup": 1.45,
+              "reasons": ["k=4 has the highest predicted speedup, 1.600x"], "unrelated": 1}
+    out = rec.k_tuned(rec.new_record("h", "run", JETSON), choice, 8)
+    assert out["k_tuning"]["k"] == 4 and out["k_tuning"]["probe_k"] == 8 and "unrelated" not in out["k_tuning"]
+    text = k_tuning(out)
+    assert text.startswith("probe at k=8 (measured 1.45x) -> k=4 chosen")
+    assert text.index("k=2 1.40x") < text.index("k=8 1.50x")  # in k order, not string order
+    failed = rec.k_tuned({}, {"k": 0, "failed": "CUDA out of memory"}, 8)
+    assert failed["k_tuning"] == {"probe_k": 8, "k": None, "failed": "CUDA out of memory"}
+    assert "failed, so the board's k was judged: CUDA out of memory" in k_tuning(failed)
+    kept = rec.judged(out, {"decision": "keep", "action": "keep"}, [], RUNGS[0], stored(True))
+    outcome = rec.state_outcome(kept, ["vllm"], ["vllm"], RUNGS[0], "thor", "m", "run")
+    assert outcome["info"]["k_tuning"]["k"] == 4

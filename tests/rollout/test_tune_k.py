@@ -1,0 +1,52 @@
+"""k tuning on a simulated fleet (issue 16): probe, choose from the per-position acceptance, judge.
+
+One Thor board with the EAGLE-3 head and rollout_tune_k: the rung starts at the board's k (5),
+is restarted at the probe k (8) and measured once, jetson.specdec.spec_choose_k predicts every
+k up to 8 from the simulator's per-position acceptance and the measured step times, and the
+candidate is restarted at the chosen k, which the sequential verdict then judges.
+Observable results only: the state file, the unit on the host, the fleet report.
+"""
+import os
+
+import pytest
+
+from harness import assert_serving, board
+
+PREFIX = "specdec-tk-"
+SHORT = {"rollout_bench_num_prompts": 8, "rollout_bench_warmup_prompts": 1, "rollout_bench_output_len": 32,
+         "rollout_verdict_restart_s": 5, "rollout_tune_k": True, "rollout_tune_k_max": 8}
+BOARDS = [board("tk-thor", "thor-01")]
+
+
+@pytest.fixture(scope="module")
+def fleet(make_fleet):
+    fleet = make_fleet(PREFIX, BOARDS, hostvars=SHORT)
+    fleet.first = fleet.run("playbooks/rollout.yml", rollout_serial=["100%"], rollout_run_id="tune")
+    return fleet
+
+
+def test_the_run_finishes(fleet):
+    rc, out, dummy = fleet.first
+    assert rc == 0, out[-4000:]
+
+
+def test_k_is_chosen_from_the_probe_and_judged(fleet):
+    state = fleet.state("tk-thor")
+    tuning = state["info"]["k_tuning"]
+    assert tuning["probe_k"] == 8 and 1 <= tuning["k"] <= 8, tuning
+    assert sorted(tuning["predicted_speedup"], key=int) == [str(k) for k in range(1, 9)], tuning
+    best = max(tuning["predicted_speedup"].values())
+    # the chosen k is the smallest within 1 % of the best prediction (vLLM's own tie rule)
+    assert tuning["predicted_speedup"][str(tuning["k"])] >= best * 0.99, tuning
+    assert state["status"] in ("kept", "reverted") and state["verdict"]["rounds_used"] >= 3
+    if state["status"] == "kept":
+        assert_serving(fleet, "tk-thor", speculative=True)
+        # what runs is the tuned k, not the board's 5 or the probe's 8
+        assert '"num_speculative_tokens":%d' % tuning["k"] in fleet.unit("tk-thor").replace(" ", ""), fleet.unit("tk-thor")
+        assert '"num_speculative_tokens":%d' % tuning["k"] in "".join(state["last_good"]["argv"]).replace(" ", "")
+
+
+def test_the_report_shows_the_tuning(fleet):
+    with open(os.path.join(fleet.reports, "tune", "report.md")) as handle:
+        text = handle.read()
+    assert "**k tuning**: probe at k=8" in text and "chosen; predicted c=1 speedup k=1 " in text
