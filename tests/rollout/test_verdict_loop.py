@@ -31,8 +31,8 @@ SHORT = {"rollout_bench_num_prompts": 8, "rollout_bench_warmup_prompts": 1, "rol
 CRASH_AT = 20
 THROTTLE = {"thermal": {"after_s": 15, "duration_s": 100000, "slowdown": 3.0}}
 BOARDS = [
-    board("lv-noisy", "thor-01", noise=dict(THROTTLE, step_jitter_cv=0.08, acceptance_spread=0.3,
-                                             thermal=dict(THROTTLE["thermal"], slowdown=1.6)),
+    board("lv-noisy", "thor-01",
+          noise=dict(THROTTLE, step_jitter_cv=0.08, acceptance_spread=0.3, thermal=dict(THROTTLE["thermal"], slowdown=1.6)),
           hostvars={"rollout_verdict_max_rounds": 8}),
     board("lv-inconclusive", "thor-01", noise=THROTTLE, hostvars={"rollout_verdict_max_rounds": 4}),
     board("lv-crash", "thor-01", faults={"crash_after_requests": CRASH_AT, "when": "speculative"}),
