@@ -12,6 +12,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import html
+import re
 
 from ansible_collections.jetson.specdec.plugins.module_utils.record.record import normalize
 from ansible_collections.jetson.specdec.plugins.module_utils.record.why import explain
@@ -90,7 +91,10 @@ def family_summary(rows):
     decisions = {}
     for row in rows:
         decisions[row["decision"]] = decisions.get(row["decision"], 0) + 1
-    measured = [r for r in rows if not r["failed"]]
+    # One population: only hosts with both arms measured at c=1 (a refused or broken host has a
+    # baseline and no candidate; mixing them compares different hosts' numbers).
+    measured = [r for r in rows if not r["failed"] and r["c1_tok_s_before"] is not None
+                and r["c1_tok_s_after"] is not None]
     return {
         "hosts": len(rows),
         "measured": len(measured),
@@ -115,7 +119,8 @@ def build_report(records, run_id, generated_at, expected_hosts=None, low=1, high
         "generated_at": generated_at,
         "concurrency": {"low": low, "high": high},
         "summary": {"hosts": len(rows) + len(missing), "decisions": decisions,
-                    "simulated": sum(1 for r in rows if r["simulated"]), "missing": len(missing)},
+                    "simulated": sum(1 for r in rows if r["simulated"]), "missing": len(missing),
+                    "time_scales": time_scales(records)},
         "families": dict((fam, family_summary(fam_rows)) for fam, fam_rows in groups.items()),
         "hosts": [dict(row=row, record=rec, why=explain(normalize(rec))) for row, rec in zip(rows, records)],
         "missing_hosts": missing,
@@ -162,7 +167,7 @@ def table_cells(row):
 
 def median_cells(summary):
     m = summary["medians"]
-    return ("median of %d" % summary["measured"], "",
+    return ("median of %d with both arms" % summary["measured"], "",
             fmt_pair(m["c1_tok_s_before"], m["c1_tok_s_after"]), fmt_pct(m["c1_gain"]),
             fmt_pair(m["tpot_p50_before"], m["tpot_p50_after"]), fmt_pct(m["tpot_drop"]),
             fmt_pair(m["c8_tok_s_before"], m["c8_tok_s_after"]), fmt_num(m["acceptance_rate"], 2))
@@ -230,11 +235,36 @@ def _md_table(header, rows):
     return lines
 
 
+def time_scales(records):
+    """The stand-in's time_scale values seen in the records' benchmarks (X-Jetson-Simulated: '<profile>; time_scale=x')."""
+    out = set()
+    for record in records:
+        for arm in ("baseline", "candidate"):
+            label = (record.get(arm) or {}).get("simulated") if isinstance(record.get(arm), dict) else None
+            match = re.search(r"time_scale=([0-9.eE+-]+)", str(label or ""))
+            if match:
+                try:
+                    out.add(float(match.group(1)))
+                except ValueError:
+                    continue
+    return sorted(out)
+
+
 def simulated_note(report):
-    if report["summary"]["simulated"]:
-        return ("Hosts marked SIMULATED ran against the vLLM stand-in, not real Jetson hardware: "
-                "their numbers exercise the rollout logic and say nothing about real boards.")
-    return None
+    if not report["summary"]["simulated"]:
+        return None
+    note = ("Hosts marked SIMULATED ran against the vLLM stand-in, not real Jetson hardware: "
+            "their numbers exercise the rollout logic and say nothing about real boards.")
+    scales = [s for s in report["summary"].get("time_scales") or [] if s > 0]
+    if scales and scales != [1.0]:
+        scale = scales[0] if len(scales) == 1 else None
+        note += (" The stand-in runs its board profile %s faster than board time (time_scale %s): tok/s read %s "
+                 "and milliseconds %s of what the profile's board would show; ratios (gain, drop, acceptance) are "
+                 "unaffected." % ("%gx" % (1 / scale) if scale else "several times",
+                                  ", ".join("%g" % s for s in scales),
+                                  "%gx higher" % (1 / scale) if scale else "higher",
+                                  "%g of" % scale if scale else "a fraction"))
+    return note
 
 
 def render_markdown(report, title="jetson.specdec fleet report"):
@@ -247,7 +277,8 @@ def render_markdown(report, title="jetson.specdec fleet report"):
     for family, rows in _rows_by_family(report).items():
         summary = report["families"][family]
         lines += ["## %s (%d host%s)" % (family, len(rows), "" if len(rows) == 1 else "s"), ""]
-        lines += _md_table(TABLE_HEADER, [table_cells(r) for r in rows] + [median_cells(summary)])
+        lines += _md_table(TABLE_HEADER, [table_cells(r) for r in rows]
+                           + ([median_cells(summary)] if summary["measured"] else []))
         lines.append("")
     problems = problem_rows(report)
     if problems:
@@ -295,7 +326,9 @@ def render_html(report, chart_png_b64=None, chart_note=None, title="jetson.specd
         parts.append('<p class="note"><strong>%s</strong></p>' % esc(note))
     for family, rows in _rows_by_family(report).items():
         parts.append("<h2>%s (%d)</h2>" % (esc(family), len(rows)))
-        parts += _html_table(TABLE_HEADER, [table_cells(r) for r in rows], median_cells(report["families"][family]))
+        summary = report["families"][family]
+        parts += _html_table(TABLE_HEADER, [table_cells(r) for r in rows],
+                             median_cells(summary) if summary["measured"] else None)
     problems = problem_rows(report)
     if problems:
         parts.append("<h2>Unreachable or failed hosts</h2>")

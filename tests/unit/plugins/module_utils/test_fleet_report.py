@@ -59,7 +59,7 @@ def test_grouping_and_family_medians():
     nano = rep["families"]["orin-nano"]
     assert nano["measured"] == 0 and nano["medians"]["c1_gain"] is None  # unreachable hosts stay out of medians
     assert rep["summary"] == {"hosts": 6, "decisions": {"keep": 2, "revert": 1, "marginal": 1, "unreachable": 1},
-                              "simulated": 1, "missing": 1}
+                              "simulated": 1, "missing": 1, "time_scales": []}
     assert rep["missing_hosts"] == ["ghost-9"]
 
 
@@ -96,3 +96,27 @@ def test_html_escapes_and_embeds_chart():
 def test_chart_series_skips_failed_hosts():
     labels = [s["label"] for s in fr.chart_series(report())]
     assert labels == ["agx-01", "thor-01", "thor-02 (SIMULATED)", "thor-03"]
+
+
+def test_medians_take_only_hosts_with_both_arms_and_a_family_without_any_has_no_median_row():
+    broken = rec("agx-02", "agx", (20.0, 50.0), (1.0, 1.0), "revert")
+    broken["candidate"] = None  # the candidate broke before a result: a baseline only
+    refused = {"host": "nx-01", "facts": {"family": "nx"}, "status": "refused", "verdict": {"decision": "refused"}}
+    rep = fr.build_report([rec("agx-01", "agx", (10.0, 40.0), (16.0, 25.0), "keep"), broken, refused], "r", "t")
+    agx = rep["families"]["agx"]
+    assert agx["measured"] == 1 and agx["medians"]["c1_tok_s_before"] == 10.0  # not the median of 10 and 20
+    md = fr.render_markdown(rep)
+    assert "median of 1 with both arms" in md.split("## agx")[1].split("##")[0]
+    assert "median of" not in md.split("## nx")[1].split("##")[0]
+    assert fr.render_html(rep).count("median of") == 1  # agx only
+
+
+def test_the_simulated_banner_says_how_the_stand_ins_numbers_are_scaled():
+    sim = rec("thor-02", "thor", (300.0, 3.0), (480.0, 2.0), "keep", simulated=True)
+    sim["baseline"]["simulated"] = sim["candidate"]["simulated"] = "thor_t5000; time_scale=0.1"
+    rep = fr.build_report([sim], "r", "t")
+    assert rep["summary"]["time_scales"] == [0.1]
+    note = fr.simulated_note(rep)
+    assert "10x faster than board time (time_scale 0.1)" in note and "ratios (gain, drop, acceptance) are unaffected" in note
+    sim["baseline"]["simulated"] = sim["candidate"]["simulated"] = "thor_t5000; time_scale=1"
+    assert "faster than board time" not in fr.simulated_note(fr.build_report([sim], "r", "t"))
