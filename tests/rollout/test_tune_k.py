@@ -4,8 +4,12 @@ One Thor board with the EAGLE-3 head and rollout_tune_k: the rung starts at the 
 is restarted at the probe k (8) and measured once, jetson.specdec.spec_choose_k predicts every
 k up to 8 from the simulator's per-position acceptance and the measured step times, and the
 candidate is restarted at the chosen k, which the sequential verdict then judges.
+
+Then the same board listed in the inventory under agx_orin too (a second inventory file): the
+run stops in its read-only check with inventory.wrong_group, before any change (issue 19).
 Observable results only: the state file, the unit on the host, the fleet report.
 """
+import json
 import os
 
 import pytest
@@ -22,6 +26,12 @@ BOARDS = [board("tk-thor", "thor-01")]
 def fleet(make_fleet):
     fleet = make_fleet(PREFIX, BOARDS, hostvars=SHORT)
     fleet.first = fleet.run("playbooks/rollout.yml", rollout_serial=["100%"], rollout_run_id="tune")
+    fleet.after_first = fleet.state("tk-thor")
+    wrong = os.path.join(fleet.workdir, "wrong-group.json")
+    with open(wrong, "w") as handle:
+        json.dump({"all": {"children": {"agx_orin": {"hosts": {"tk-thor": {}}}}}}, handle)
+    fleet.wrong_group = fleet.run("playbooks/rollout.yml", "-i", wrong, rollout_serial=["100%"],
+                                  rollout_run_id="wrong-group", rollout_force=True)
     return fleet
 
 
@@ -50,3 +60,12 @@ def test_the_report_shows_the_tuning(fleet):
     with open(os.path.join(fleet.reports, "tune", "report.md")) as handle:
         text = handle.read()
     assert "**k tuning**: probe at k=8" in text and "chosen; predicted c=1 speedup k=1 " in text
+
+
+def test_a_board_listed_under_another_familys_group_is_stopped_before_any_change(fleet):
+    rc, out, dummy = fleet.wrong_group
+    assert rc != 0
+    assert ("inventory.wrong_group: tk-thor is listed in the inventory group(s) agx_orin, but the board reports thor"
+            in " ".join(out.split())), out[-3000:]
+    assert "Benchmark a round" not in out and "Apply the baseline unit" not in out
+    assert fleet.state("tk-thor") == fleet.after_first

@@ -201,3 +201,14 @@ def cuda_arch(soc, family):
     if soc in SOC_CUDA_ARCH:
         return SOC_CUDA_ARCH[soc]
     return SOC_CUDA_ARCH.get(FAMILY_SOC.get(family))
+
+
+def wrong_family_groups(group_names, family):
+    """Inventory groups named after another board family than the one the board reports.
+
+    Such a host gets that group's group_vars (k, utilization, speculation) next to, or over,
+    its own family's (the group_by on the reported family adds it to the right group too, and
+    groups of one depth merge alphabetically), so the operator's board files are not what
+    applies to it."""
+    named = set(str(g) for g in group_names or []) & set(f for f in FAMILIES if f != "unknown")
+    return sorted(g for g in named if g != family)
