@@ -10,6 +10,7 @@ from harness import assert_serving, assert_state, board, recap
 PREFIX = "specdec-ft-"
 BOARDS = [
     board("ft-keep", "thor-01"),
+    # loading any drafter runs out of memory: the ladder falls to n-gram (nothing to load), which is judged
     board("ft-oom", "agx-01", faults={"oom_when_speculative": True}),
     board("ft-reject", "agx-01", faults={"reject_speculative_config": "draft vocabulary does not match the target",
                                          "when": "speculative"}),
@@ -19,8 +20,8 @@ BOARDS = [
           hostvars={"vllm_server_health_timeout": 8}),
     board("ft-gone", "thor-01"),
 ]
-REVERTED = ["ft-oom", "ft-reject", "ft-crash", "ft-hang"]
-REACHABLE = ["ft-keep"] + REVERTED
+REVERTED = ["ft-reject", "ft-crash", "ft-hang"]
+REACHABLE = ["ft-keep", "ft-oom"] + REVERTED
 
 
 @pytest.fixture(scope="module")
@@ -43,12 +44,24 @@ def test_first_run_finishes_with_only_the_unreachable_host_failing(fleet):
 
 def test_kept_host(fleet):
     assert_serving(fleet, "ft-keep", speculative=True)
-    state = assert_state(fleet, "ft-keep", "kept", "keep")
+    state = assert_state(fleet, "ft-keep", "kept")
+    # keep, or marginal when the noisy stand-in's interval straddles the 30 % keep threshold (same action)
+    assert state["verdict"]["decision"] in ("keep", "marginal") and state["verdict"]["action"] == "keep", state["verdict"]
     assert state["last_good"]["kind"] == "candidate"
 
 
-@pytest.mark.parametrize("host,cause", [("ft-oom", "out_of_memory"), ("ft-reject", None), ("ft-crash", None),
-                                        ("ft-hang", None)])
+def test_out_of_memory_falls_to_ngram_which_is_judged_and_served(fleet):
+    state = fleet.state("ft-oom")
+    first, last = state["attempts"][0], state["attempts"][-1]
+    assert (first["result"], first["cause"]) == ("failed", "out_of_memory"), state["attempts"]
+    assert last["result"] == "started" and last["label"].startswith("ngram"), state["attempts"]
+    assert state["status"] in ("kept", "reverted") and state["verdict"]["rounds_used"] >= 3, state["verdict"]
+    assert_serving(fleet, "ft-oom", speculative=state["status"] == "kept")
+    if state["status"] == "kept":
+        assert "ngram" in fleet.unit("ft-oom")
+
+
+@pytest.mark.parametrize("host,cause", [("ft-reject", None), ("ft-crash", None), ("ft-hang", None)])
 def test_faulty_candidate_is_reverted(fleet, host, cause):
     assert_serving(fleet, host, speculative=False)
     state = assert_state(fleet, host, "reverted", "revert")
@@ -67,7 +80,7 @@ def test_faulty_candidate_is_reverted(fleet, host, cause):
 
 def test_report_lists_every_host(fleet):
     rows = fleet.report_rows("first")
-    assert rows["ft-keep"]["decision"] == "keep"
+    assert rows["ft-keep"]["decision"] in ("keep", "marginal") and rows["ft-keep"]["status"] == "kept"
     for host in REVERTED:
         assert rows[host]["decision"] == "revert", rows[host]
     assert rows["ft-gone"]["status"] == "unreachable"
@@ -105,7 +118,7 @@ def test_check_mode_changes_nothing(fleet):
 
 @pytest.mark.parametrize("bad,rule", [
     ({"rollout_bench_output_range_ratio": 1.5}, "rollout_bench_output_range_ratio must be within [0, 1), got 1.5"),
-    ({"rollout_keep_throughput_gain": -1}, "keep_throughput_gain must be a non-negative number"),
+    ({"rollout_keep_throughput_gain": -1}, "keep_throughput_gain must be a number >= 0"),
 ])
 def test_impossible_settings_are_refused_before_any_change(fleet, bad, rule):
     """A setting no host can use fails every host in the read-only check, naming the rule; nothing changes."""
