@@ -330,7 +330,10 @@ def test_rollout_rejected_config_goes_straight_back_to_the_baseline(hosts):
     extra = dict(BENCH, rollout_serial=[1], rollout_run_id=run_id, rollout_force=True, rollout_hosts="revert",
                  rollout_report_dir=str(hosts["logs"] / "reports"),
                  vllm_server_speculative_extra={"max_model_len": 4096},
-                 vllm_server_crash_loop_restarts=1)
+                 vllm_server_crash_loop_restarts=1,
+                 # the previous test's failed start restores this host's last unit; a loaded CPU
+                 # needs minutes to bring real vLLM back, more than the rollout's default 60 s
+                 rollout_preexisting_health_timeout=600)
     t0 = time.monotonic()
     rc, out = rh.ansible_playbook(hosts["inventory"], ROLLOUT, extra, log=hosts["logs"] / "rollout-reject.log",
                                   timeout=ROLLOUT_TIMEOUT)
