@@ -17,12 +17,12 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 STAGE := tests/stage.sh
 MOLECULE_SCENARIOS ?= facts vllm_server rollout
 
-.PHONY: help venv collection-path unit unit-integration lint sanity testbed molecule integration integration-all real-lane release-check test demo demo-down clean
+.PHONY: help venv collection-path unit unit-integration lint sanity testbed molecule molecule-all integration integration-all real-lane real-lane-all lane-prepare release-check test demo demo-down clean
 
 help:
 	@echo "make demo      run the rollout on an embedded simulated fleet and print the report"
 	@echo "make test      unit + lint + sanity + molecule + real vLLM lane (prints stage times)"
-	@echo "make unit | unit-integration | lint | sanity | molecule | integration | integration-all | real-lane | release-check | demo-down | clean"
+	@echo "make unit | unit-integration | lint | sanity | molecule | molecule-all | integration | integration-all | real-lane | real-lane-all | release-check | demo-down | clean"
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -78,25 +78,46 @@ molecule: venv collection-path testbed
 	  JETSON_SPECDEC_BOARD_IMAGE=$$(bash tests/testbed/testbed.sh board-image | tail -n1) \
 	  $(BIN)/molecule test -s $$s; done
 
+# The whole bad-input matrix of the vllm_server scenario (CI runs one case per rule family).
+molecule-all:
+	JETSON_SPECDEC_MOLECULE_ALL=1 $(MAKE) --no-print-directory molecule
+
 # Fleet-level tests on the test bed: rollout faults, canary, interruption, ladder, verdict loop,
-# pull mode. `make test` (CI) runs them without the `slow` ones (the state-directory and lock
-# fault suites, ~25 min more); `make integration-all` runs everything.
+# pull mode. Each module brings up its own containers, so two modules run at a time (a fleet test
+# keeps the 2-core machine about half busy: Ansible waits on the boards). `make test` (CI) runs
+# them without the `slow` ones (the state-directory and lock fault suites and the pull-mode timer,
+# ~30 min more); `make integration-all` runs everything.
 INTEGRATION_MARK ?= not slow
+INTEGRATION_WORKERS ?= 2
 integration: venv collection-path testbed
 	JETSON_SPECDEC_BOARD_IMAGE=$$(bash tests/testbed/testbed.sh board-image | tail -n1) \
-	  $(BIN)/pytest -q -p no:cacheprovider -m "$(INTEGRATION_MARK)" --durations=0 tests/rollout tests/pull_mode
+	  $(BIN)/pytest -q -p no:cacheprovider -m "$(INTEGRATION_MARK)" -n $(INTEGRATION_WORKERS) --dist loadfile \
+	  --durations=0 tests/rollout tests/pull_mode
 
 integration-all:
 	$(MAKE) --no-print-directory integration INTEGRATION_MARK="slow or not slow"
 
+# The real vLLM lane: `make test` runs it without the `slow` tests (vllm_bench against `vllm bench
+# serve` and the rejected-config rollout; ~15 min more);
+# `make real-lane-all` runs every lane test.
+LANE_MARK ?= not slow
 real-lane: venv collection-path
-	bash tests/vllm_lane/run_lane.sh
+	bash tests/vllm_lane/run_lane.sh -m "$(LANE_MARK)"
+
+real-lane-all:
+	$(MAKE) --no-print-directory real-lane LANE_MARK="slow or not slow"
+
+# The lane's venv (pip, ~3.5 GB) and models, prepared in the background while the first stages
+# run: downloads and unpacking, not the CPU the early stages use. run_lane.sh waits for it.
+lane-prepare:
+	bash tests/vllm_lane/prepare.sh
 
 release-check: venv
 	bash tests/release/release_check.sh
 
 test: venv collection-path
 	@rm -f .cache/stage-times.txt
+	@mkdir -p .cache; (bash tests/vllm_lane/prepare.sh >.cache/lane-prepare.log 2>&1 &)
 	@$(STAGE) unit $(MAKE) --no-print-directory unit
 	@$(STAGE) unit-integration $(MAKE) --no-print-directory unit-integration
 	@$(STAGE) lint $(MAKE) --no-print-directory lint

@@ -1,10 +1,12 @@
-"""pytest entry of the pull-mode test (`make integration` runs tests/pull_mode).
+"""pytest entry of the pull-mode test (`make integration-all` runs it; marked slow).
 
 The scenario is tests/pull_mode/run_pull_mode.py (also runnable on its own); it needs the
 test bed (Docker engine and board image, JETSON_SPECDEC_BOARD_IMAGE or testbed.sh).
 """
 import importlib.util
 import os
+
+import pytest
 
 
 def _scenario():
@@ -15,5 +17,6 @@ def _scenario():
     return module
 
 
+@pytest.mark.slow  # ~5 min: make integration-all runs it; CI checks pull mode's inputs (test_pull_mode_inputs)
 def test_pull_mode_timer_rollout_and_idempotent_second_fire():
     _scenario().main()

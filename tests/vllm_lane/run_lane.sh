@@ -6,8 +6,9 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 cd "$REPO"
 t0=$(date +%s)
-venv=$(bash "$HERE/setup_venv.sh" | tail -1)
-models=$("$venv/bin/python" "$HERE/build_models.py" | tail -1)
+# prepare.sh waits for a preparation `make test` started in the background, then reuses it
+read -r venv models < <(bash "$HERE/prepare.sh" | tail -1) || true
+[[ -n "${models:-}" ]] || { echo "lane: preparing the venv and models failed (tests/vllm_lane/prepare.sh)" >&2; exit 1; }
 t1=$(date +%s)
 echo "lane: venv $venv, models $models (prepared in $((t1 - t0)) s)"
 rc=0

@@ -8,7 +8,8 @@ server, then starts the next, so only one vLLM runs at a time), all with --enfor
 in ~40 s instead of 55-75 s, same tok/s on this tiny model). Speculation is run at temperature
 0 only (this CPU build samples garbage at temperature > 0 with it on). The baseline server also
 answers the endpoint contract (tests/simulator/endpoint_contract.py, compared with the
-simulator) and tests/bench/bench_quality.py item 1 (JETSON_SPECDEC_LANE_BENCH_QUALITY=0 skips it).
+simulator) and tests/bench/bench_quality.py item 1 (marked slow: `make real-lane-all`;
+JETSON_SPECDEC_LANE_BENCH_QUALITY=0 skips it there).
 """
 from __future__ import annotations
 
@@ -133,6 +134,7 @@ def test_endpoint_contract_matches_simulator(served, lane_results, tmp_path):
     assert not diffs, "\n".join(diffs)
 
 
+@pytest.mark.slow  # ~8 min: make real-lane-all runs it, CI's make test does not
 def test_bench_quality_item1(served, lane_venv, lane_models, lane_results, lane_log_dir):
     """vllm_bench against `vllm bench serve` on a real vLLM (~8 min; JETSON_SPECDEC_LANE_BENCH_QUALITY=0 skips).
 

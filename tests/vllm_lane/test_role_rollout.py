@@ -15,7 +15,7 @@ Order (one real vLLM starts at a time; the module's tests share the two hosts):
   6. the role with a config that passes preflight but vLLM rejects: the wait task fails with
      vLLM's own message and cause rejected_speculative_config;
   7. rollout.yml with that config: one attempt, cause rejected_speculative_config, straight
-     back to the baseline.
+     back to the baseline (marked slow: `make real-lane-all`).
 """
 from __future__ import annotations
 
@@ -324,6 +324,7 @@ def test_role_rejected_config_fails_with_vllms_message(hosts):
     assert in_task, failure["msg"][-2000:]
 
 
+@pytest.mark.slow  # a rollout and two real vLLM starts; CI proves the same ladder on the simulator (test_ladder)
 def test_rollout_rejected_config_goes_straight_back_to_the_baseline(hosts):
     """The ladder on real vLLM: a config vLLM rejects is tried once, then the baseline (issue 17)."""
     run_id = "lane-reject-" + time.strftime("%Y%m%dT%H%M%S")

@@ -315,8 +315,10 @@ def _describe(est, p):
            "reverts." % (p["low_concurrency"], _pct(est["c1_throughput_gain"]["point"]),
                          _pct(est["c1_throughput_gain"]["low"]), _pct(est["c1_throughput_gain"]["high"]),
                          _thr(p["keep_throughput_gain"]), _thr(p["revert_throughput_gain"])),
-           "TPOT p50 at concurrency %d dropped %s (interval %s to %s); keep needs a drop of at least %s."
-           % (p["low_concurrency"], _pct(est["c1_tpot_drop"]["point"]), _pct(est["c1_tpot_drop"]["low"]),
+           # A negative drop is a slower TPOT: say "rose" rather than "dropped -62%".
+           "TPOT p50 at concurrency %d %s %s (drop interval %s to %s); keep needs a drop of at least %s."
+           % (p["low_concurrency"], "dropped" if est["c1_tpot_drop"]["point"] >= 0 else "rose",
+              _pct(abs(est["c1_tpot_drop"]["point"])).lstrip("+"), _pct(est["c1_tpot_drop"]["low"]),
               _pct(est["c1_tpot_drop"]["high"]), _thr(p["keep_tpot_drop"]))]
     c8 = est.get("c8_throughput_change")
     if c8 is None:

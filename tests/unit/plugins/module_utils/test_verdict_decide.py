@@ -84,6 +84,15 @@ def test_truly_slower_candidate_is_reverted():
     assert out["estimates"]["c1_throughput_gain"]["high"] < 0.10
 
 
+def test_the_tpot_reason_says_dropped_or_rose_in_words_not_by_a_sign():
+    kept, _rounds = drive({"gain": 0.80, "tpot": -0.45, "c8": 0.20})
+    assert kept["reasons"][1].startswith("TPOT p50 at concurrency 1 dropped 4"), kept["reasons"][1]
+    reverted, _rounds = drive({"gain": -0.25, "tpot": 0.60, "c8": -0.20})
+    line = reverted["reasons"][1]
+    assert line.startswith("TPOT p50 at concurrency 1 rose ") and "rose -" not in line and "dropped -" not in line, line
+    assert "(drop interval -" in line, line
+
+
 def test_a_real_c8_regression_reverts_a_fast_single_stream():
     out, _rounds = drive({"gain": 0.80, "tpot": -0.45, "c8": -0.25})
     assert out["action"] == "revert"
