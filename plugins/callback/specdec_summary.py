@@ -17,6 +17,9 @@ description:
     (C(data={'jetson_specdec': {inventory_hostname: record}}), C(per_host=false), C(aggregate=true)).
     Per-host set_stats data under the same key is read too."
   - Hosts that failed or were unreachable and published no record are listed with their play recap counts.
+  - The plan's warnings (for example a k above the board's start) are listed per host under the table.
+  - In check mode (C(--check)) it adds, per host, what a real run would do (the speculation it would start, its
+    ladder and round budget, or the refusal) under a DRY RUN line.
   - It does not need C(show_custom_stats).
 requirements:
   - Enable it in C(ansible.cfg) with C(callbacks_enabled = jetson.specdec.specdec_summary) in the C([defaults])
@@ -49,6 +52,23 @@ def collect_records(custom):
     return records
 
 
+def dry_run_lines(records):
+    """Check mode (records with status planned): what a real run would do on each host, without -v."""
+    planned = [h for h in sorted(records) if records[h].get("status") == "planned"]
+    if not planned:
+        return []
+    out = ["DRY RUN (--check): nothing was changed. A real run would:"]
+    for host in sorted(records):
+        record = records[host]
+        if record.get("status") == "planned":
+            line = (record.get("plan") or {}).get("line") or "benchmark and judge speculation"
+            out.append("  %s: %s" % (host, line))
+        elif record.get("status") == "unchanged":
+            out.append("  %s: leave it unchanged (%s)" % (host, "; ".join(str(r) for r in record.get("reasons") or [])
+                                                         or "converged"))
+    return out
+
+
 def summary_lines(stats):
     """Table lines (strings) for an AggregateStats-like object."""
     records = collect_records(getattr(stats, "custom", {}))
@@ -79,6 +99,15 @@ def summary_lines(stats):
         lines.append("")
         lines.append("Hosts without a result:")
         lines += ["  " + m for m in missing]
+    warned = [(h, w) for h in sorted(records) for w in records[h].get("warnings") or []]
+    if warned:
+        lines.append("")
+        lines.append("Warnings:")
+        lines += ["  %s: %s" % (host, text) for host, text in warned]
+    plans = dry_run_lines(records)
+    if plans:
+        lines.append("")
+        lines += plans
     if rows and any(r[2].endswith("*") for r in rows):
         lines.append("")
         lines.append("* flagged: marginal or within measurement noise; see the fleet report.")

@@ -3,6 +3,9 @@
 One fleet, one rollout over all of it (serial 100 %, so every fault runs at once),
 then a converged re-run (changed=0, no benchmark) and a check-mode run (nothing changes).
 """
+import os
+import re
+
 import pytest
 
 from harness import assert_serving, assert_state, board, recap
@@ -95,6 +98,7 @@ def test_rerun_on_converged_fleet_changes_nothing(fleet):
         assert fleet.state(host)["updated_at"] == before[host]
         assert not fleet.lock_held(host)
     assert "Benchmark the" not in out  # no bench task ran
+    assert "Could not match supplied host pattern" not in out  # no host queued is not a warning (issue 19)
     rows = fleet.report_rows("second")
     assert all(rows[h]["status"] == "unchanged" for h in REACHABLE), rows
     print("converged re-run: %.1f s" % seconds)
@@ -114,6 +118,11 @@ def test_check_mode_changes_nothing(fleet):
         assert not fleet.lock_held(host)
     rows = fleet.report_rows("check")
     assert all(rows[h]["status"] == "planned" for h in REACHABLE), rows
+    # A plan, not just "planned": per host, without -v, what a real run would start and for how long.
+    assert "DRY RUN (--check): nothing was changed. A real run would:" in out, out[-3000:]
+    assert re.search(r"^  ft-keep: benchmark \S+.*, k=\d+, utilization 0\.\d+ \(baseline 0\.\d+\).* rounds of \d+ prompts", out, re.M), out[-3000:]
+    with open(os.path.join(fleet.reports, "check", "report.md")) as handle:
+        assert "DRY RUN (--check): no host was changed" in handle.read()
 
 
 @pytest.mark.parametrize("bad,rule", [

@@ -329,10 +329,24 @@ def check_container(image, pull, user, shm_size):
     return out
 
 
+def check_model_set(opts):
+    """vllm_server_model has no default: without it nothing can be planned (one clear message, not a
+    templating error in every task that names it). Checked only when the caller passes ``model``."""
+    if "model" not in opts:
+        return []
+    model = opts.get("model")
+    if isinstance(model, str) and model.strip():
+        return []
+    return ["input.model_missing: vllm_server_model is %s; set it (the model vLLM serves: a Hugging Face id such "
+            "as meta-llama/Llama-3.1-8B-Instruct, or a local directory) in the inventory, for example "
+            "group_vars/jetsons.yml." % ("not set" if model in (None, "") else "not a model name (%r)" % (model,))]
+
+
 def input_refusals(opts):
-    """Every refusal for the role's inputs, service name first (it names the unit and env file)."""
+    """Every refusal for the role's inputs: the model first, then the service name (it names the unit and env file)."""
     runtime = opts.get("runtime")
-    out = check_service_name(opts.get("service_name"))
+    out = check_model_set(opts)
+    out += check_service_name(opts.get("service_name"))
     out += check_account(opts.get("user"), opts.get("group"), opts.get("supplementary_groups", []))
     out += check_data_path("vllm_server_hf_home", opts.get("hf_home"))
     out += check_secret("vllm_server_api_key", opts.get("api_key"))

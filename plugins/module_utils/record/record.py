@@ -57,11 +57,13 @@ def bench_result(result):
     return dict((k, v) for k, v in (result or {}).items() if k in BENCH_KEYS)
 
 
-def from_stored(record, stored, check_mode=False, refusal=""):
+def from_stored(record, stored, check_mode=False, refusal="", launch=None, settings=None):
     """The record after reading the host's state: unchanged, planned (check mode) or queued.
 
     ``stored`` is the result of ``rollout_state state=read`` (needs_rollout,
-    needs_rollout_reason, rollout_state).
+    needs_rollout_reason, rollout_state). In check mode, ``launch`` (the host's
+    ``vllm_server_launch``) and ``settings`` (``rollout_settings``) make the record's ``plan``:
+    what a real run would start and how long it may measure (``dry_run_plan``).
     """
     out = _copy(record)
     state = stored.get("rollout_state") or {}
@@ -69,6 +71,11 @@ def from_stored(record, stored, check_mode=False, refusal=""):
     benchmarks = state.get("benchmarks") or {}
     reason = stored.get("needs_rollout_reason")
     out["previous_status"] = state.get("status")
+    # The plan's warnings (k above the board's start, an uncompared vocabulary, ...) reach the console
+    # summary and the report through the record, not only the -v output of the preflight.
+    plan_warnings = launch_warnings(launch)
+    if plan_warnings:
+        out["warnings"] = [w for w in out.get("warnings") or [] if w not in plan_warnings] + plan_warnings
     if not stored.get("needs_rollout"):
         out.update(status="unchanged", verdict=state.get("verdict"), baseline=benchmarks.get("baseline"),
                    candidate=benchmarks.get("candidate"), rounds=benchmarks.get("rounds") or [],
@@ -76,14 +83,73 @@ def from_stored(record, stored, check_mode=False, refusal=""):
                    simulated=bool(info.get("simulated", False)), reasons=[reason])
     elif check_mode:
         # A rollout cannot be simulated (it needs two live benchmarks), so check mode only says what it would do.
-        what = "record the refusal" if refusal else "benchmark and judge speculation"
-        out.update(status="planned", config_after=info.get("config_after"),
-                   reasons=["check mode: a real run would %s (%s)" % (what, reason)] + ([refusal] if refusal else []))
+        plan = dry_run_plan(launch, settings, refusal)
+        out.update(status="planned", config_after=info.get("config_after"), plan=plan,
+                   reasons=["check mode: a real run would %s (%s)" % (plan["line"], reason)] + ([refusal] if refusal else []))
     else:
         out.update(status="queued",
                    reasons=["Needs a rollout (%s); the run stopped before this host was rolled out "
                             "(max_fail_percentage) if this record is still here." % reason])
     return out
+
+
+def launch_warnings(launch):
+    """The warnings of both planned arms of ``vllm_server_launch``, each once, baseline first."""
+    out = []
+    for arm in ("baseline", "candidate"):
+        for text in ((launch or {}).get(arm) or {}).get("warnings") or []:
+            if text and text not in out:
+                out.append(str(text))
+    return out
+
+
+def _first_refusal(refusal):
+    """The first rule line of a preflight refusal (its first line is the header naming the host)."""
+    lines = [line.strip() for line in str(refusal or "").splitlines() if line.strip()]
+    rules = [line for line in lines[1:] if not line.startswith("Fix")] or lines
+    return rules[0] if rules else "refused"
+
+
+def _levels(verdict):
+    levels = [verdict.get("low_concurrency"), verdict.get("high_concurrency")]
+    return " and ".join(str(level) for level in levels if level is not None) or "?"
+
+
+def dry_run_plan(launch, settings, refusal=""):
+    """What a real run would do on a host, for check mode: the speculation it would start (method,
+    model, k, utilization), the ladder it would walk if that does not start, and the round budget.
+
+    ``launch``: the host's ``vllm_server_launch`` (may be None: then only the action is known);
+    ``settings``: ``rollout_settings`` (its ``verdict`` holds the rounds, prompts and time budget).
+    ``line`` is the sentence the summary callback and the report print.
+    """
+    if refusal:
+        first = _first_refusal(refusal)
+        return {"would": "refuse", "reason": first, "line": "refuse: %s" % first}
+    candidate = (launch or {}).get("candidate") or {}
+    baseline = (launch or {}).get("baseline") or {}
+    spec = (candidate.get("plan") or {}).get("speculative_config") or {}
+    verdict = (settings or {}).get("verdict") or {}
+    rungs = [r.get("label") for r in candidate.get("rungs") or [] if isinstance(r, dict) and r.get("label")]
+    plan = {"would": "benchmark", "method": spec.get("method"), "model": spec.get("model") or None,
+            "k": spec.get("num_speculative_tokens"), "utilization": candidate.get("gpu_memory_utilization"),
+            "baseline_utilization": baseline.get("gpu_memory_utilization"), "ladder": rungs[1:],
+            "min_rounds": verdict.get("min_rounds"), "max_rounds": verdict.get("max_rounds"),
+            "round_prompts": verdict.get("round_prompts"), "max_wall_s": verdict.get("max_wall_s")}
+    if not spec:
+        plan["line"] = "benchmark and judge speculation"
+        return plan
+    what = "benchmark %s%s, k=%s, utilization %s (baseline %s)" % (
+        plan["method"], " " + plan["model"] if plan["model"] else "", plan["k"],
+        plan["utilization"], plan["baseline_utilization"])
+    if plan["ladder"]:
+        what += "; if it does not start: %s" % " -> ".join(plan["ladder"])
+    if plan["min_rounds"] is not None:
+        what += "; %s to %s rounds of %s prompts at concurrency %s, at most %s min" % (
+            plan["min_rounds"], plan["max_rounds"], plan["round_prompts"], _levels(verdict),
+            int(round(float(plan["max_wall_s"] or 0) / 60.0)))
+    plan["line"] = what
+    return plan
 
 
 def lock_broken(record, lock):

@@ -267,13 +267,21 @@ def simulated_note(report):
     return note
 
 
+def dry_run_note(report):
+    """A --check run changed nothing: say so above the tables (its rows say what a real run would do)."""
+    if not any(e["row"]["status"] == "planned" for e in report["hosts"]):
+        return None
+    return ("DRY RUN (--check): no host was changed. Rows marked planned say what a real run would do "
+            "(the speculation it would start, its ladder and round budget, or the refusal).")
+
+
 def render_markdown(report, title="jetson.specdec fleet report"):
     intro = "Run `%s`, generated %s. %d host(s): %s." % (
         report["run_id"], report["generated_at"], report["summary"]["hosts"], decision_summary(report))
     lines = ["# %s" % title, "", intro, ""]
-    note = simulated_note(report)
-    if note:
-        lines += ["> **%s**" % note, ""]
+    for note in (dry_run_note(report), simulated_note(report)):
+        if note:
+            lines += ["> **%s**" % note, ""]
     for family, rows in _rows_by_family(report).items():
         summary = report["families"][family]
         lines += ["## %s (%d host%s)" % (family, len(rows), "" if len(rows) == 1 else "s"), ""]
@@ -321,9 +329,9 @@ def render_html(report, chart_png_b64=None, chart_note=None, title="jetson.specd
              "<p>Run <code>%s</code>, generated %s. %d host(s): %s.</p>"
              % (esc(str(report["run_id"])), esc(str(report["generated_at"])), report["summary"]["hosts"],
                 esc(decision_summary(report)))]
-    note = simulated_note(report)
-    if note:
-        parts.append('<p class="note"><strong>%s</strong></p>' % esc(note))
+    for note in (dry_run_note(report), simulated_note(report)):
+        if note:
+            parts.append('<p class="note"><strong>%s</strong></p>' % esc(note))
     for family, rows in _rows_by_family(report).items():
         parts.append("<h2>%s (%d)</h2>" % (esc(family), len(rows)))
         summary = report["families"][family]

@@ -80,3 +80,28 @@ def test_collect_records_per_host_form():
 def test_plugin_metadata():
     assert CallbackModule.CALLBACK_TYPE == "aggregate" and CallbackModule.CALLBACK_NEEDS_ENABLED is True
     assert CallbackModule.CALLBACK_NAME == "jetson.specdec.specdec_summary"
+
+
+def test_check_mode_prints_what_a_real_run_would_do_per_host():
+    from ansible_collections.jetson.specdec.plugins.callback.specdec_summary import dry_run_lines
+    records = {"thor-01": {"status": "planned", "plan": {"line": "benchmark eagle3 h, k=5, utilization 0.8 (baseline 0.85)"}},
+               "nx-01": {"status": "planned", "plan": {"line": "refuse: family.speculation_not_supported: no"}},
+               "agx-01": {"status": "unchanged", "reasons": ["converged: same config"]}}
+    assert dry_run_lines(records) == [
+        "DRY RUN (--check): nothing was changed. A real run would:",
+        "  agx-01: leave it unchanged (converged: same config)",
+        "  nx-01: refuse: family.speculation_not_supported: no",
+        "  thor-01: benchmark eagle3 h, k=5, utilization 0.8 (baseline 0.85)"]
+    records["thor-01"]["status"] = records["nx-01"]["status"] = "kept"
+    assert dry_run_lines(records) == []  # a real run prints no dry-run lines
+
+
+def test_the_plans_warnings_are_printed_without_verbose():
+    stats = AggregateStats()
+    stats.increment("ok", "agx-01")
+    stats.update_custom_stats("jetson_specdec", {"agx-01": {
+        "facts": {"family": "agx_orin"}, "status": "kept", "verdict": {"decision": "keep"},
+        "warnings": ["num_speculative_tokens 9 is above the agx_orin start 3"]}})
+    from ansible_collections.jetson.specdec.plugins.callback.specdec_summary import summary_lines
+    lines = summary_lines(stats)
+    assert lines[lines.index("Warnings:") + 1] == "  agx-01: num_speculative_tokens 9 is above the agx_orin start 3"

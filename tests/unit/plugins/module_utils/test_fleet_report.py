@@ -120,3 +120,14 @@ def test_the_simulated_banner_says_how_the_stand_ins_numbers_are_scaled():
     assert "10x faster than board time (time_scale 0.1)" in note and "ratios (gain, drop, acceptance) are unaffected" in note
     sim["baseline"]["simulated"] = sim["candidate"]["simulated"] = "thor_t5000; time_scale=1"
     assert "faster than board time" not in fr.simulated_note(fr.build_report([sim], "r", "t"))
+
+
+def test_a_check_mode_report_says_it_is_a_dry_run():
+    planned = {"host": "thor-01", "facts": {"family": "thor"}, "status": "planned",
+               "reasons": ["check mode: a real run would benchmark eagle3 h, k=5"]}
+    rep = fr.build_report([planned], "r", "t")
+    assert fr.dry_run_note(rep).startswith("DRY RUN (--check): no host was changed")
+    assert "> **DRY RUN (--check)" in fr.render_markdown(rep) and "DRY RUN (--check)" in fr.render_html(rep)
+    kept = rec("agx-01", "agx", (10.0, 40.0), (16.0, 25.0), "keep")
+    assert fr.dry_run_note(fr.build_report([kept], "r", "t")) is None
+    assert "DRY RUN" not in fr.render_markdown(fr.build_report([kept], "r", "t"))

@@ -30,6 +30,14 @@ def test_good_inputs_pass_both_runtimes():
     assert refusals(runtime="container") == []
 
 
+@pytest.mark.parametrize("model", [None, "", "   ", 7, ["a/b"]])
+def test_a_missing_model_is_one_clear_refusal_first(model):
+    out = refusals(model=model, service_name="../x")
+    assert out[0].startswith("input.model_missing: vllm_server_model is ") and "group_vars" in out[0], out
+    assert out[1].startswith("input.service_name"), out
+    assert refusals(model="meta-llama/Llama-3.1-8B-Instruct") == [] and refusals(model="/models/llama") == []
+
+
 @pytest.mark.parametrize("name", ["../../tmp/x", "vllm\nExecStartPre=/bin/touch /tmp/pwned", "a/b", "..",
                                   "vllm.service", "-vllm", "", "v" * 65, "vl lm", "vllm%n", None, 7])
 @pytest.mark.parametrize("runtime", ["native", "container"])

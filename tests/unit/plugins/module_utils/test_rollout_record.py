@@ -60,8 +60,32 @@ def test_check_mode_says_what_a_real_run_would_do():
     assert out["status"] == "planned"
     assert out["reasons"] == ["check mode: a real run would benchmark and judge speculation (config changed)"]
     refused = rec.from_stored(rec.new_record("h", "run", JETSON), stored(True), True, "refused h:\nfamily: no")
-    assert refused["reasons"][0].startswith("check mode: a real run would record the refusal")
+    assert refused["reasons"][0] == "check mode: a real run would refuse: family: no (config changed)"
     assert refused["reasons"][1] == "refused h:\nfamily: no"
+    assert refused["plan"] == {"would": "refuse", "reason": "family: no", "line": "refuse: family: no"}
+
+
+LAUNCH = {"baseline": {"gpu_memory_utilization": 0.75},
+          "candidate": {"gpu_memory_utilization": 0.7, "rungs": RUNGS,
+                        "plan": {"speculative_config": {"method": "eagle3", "model": "nvidia/head", "num_speculative_tokens": 5}}}}
+SETTINGS = {"verdict": dict(PARAMS, min_rounds=3, max_rounds=40, round_prompts=30, max_wall_s=14400.0)}
+
+
+def test_check_mode_plans_the_speculation_the_ladder_and_the_round_budget():
+    out = rec.from_stored(rec.new_record("h", "run", JETSON), stored(True), True, "", launch=LAUNCH, settings=SETTINGS)
+    plan = out["plan"]
+    assert (plan["would"], plan["method"], plan["model"], plan["k"], plan["utilization"]) == (
+        "benchmark", "eagle3", "nvidia/head", 5, 0.7)
+    assert plan["ladder"] == ["eagle3 at utilization 0.65", "ngram at utilization 0.65", "speculation off (baseline)"]
+    assert plan["line"] == ("benchmark eagle3 nvidia/head, k=5, utilization 0.7 (baseline 0.75); if it does not start: "
+                            "eagle3 at utilization 0.65 -> ngram at utilization 0.65 -> speculation off (baseline); "
+                            "3 to 40 rounds of 30 prompts at concurrency 1 and 8, at most 240 min")
+    assert out["reasons"][0] == "check mode: a real run would %s (config changed)" % plan["line"]
+    # n-gram has no model; a single-level benchmark names one level
+    ngram = {"candidate": {"gpu_memory_utilization": 0.8, "rungs": [],
+                           "plan": {"speculative_config": {"method": "ngram", "num_speculative_tokens": 3}}}}
+    line = rec.dry_run_plan(ngram, {"verdict": dict(SETTINGS["verdict"], high_concurrency=None)})["line"]
+    assert line.startswith("benchmark ngram, k=3, utilization 0.8 (baseline None); 3 to 40 rounds") and "concurrency 1," in line
 
 
 def test_a_host_that_needs_a_rollout_is_queued():
@@ -267,3 +291,12 @@ def test_k_tuning_is_recorded_with_its_prediction_or_why_it_failed():
     kept = rec.judged(out, {"decision": "keep", "action": "keep"}, [], RUNGS[0], stored(True))
     outcome = rec.state_outcome(kept, ["vllm"], ["vllm"], RUNGS[0], "thor", "m", "run")
     assert outcome["info"]["k_tuning"]["k"] == 4
+
+
+def test_the_plans_warnings_reach_the_record_once():
+    launch = {"baseline": {"warnings": ["w-base"]},
+              "candidate": {"warnings": ["num_speculative_tokens 9 is above the agx_orin start 3", "w-base"]}}
+    record = dict(rec.new_record("h", "run", JETSON), warnings=["w-base"])
+    out = rec.from_stored(record, stored(True), launch=launch)
+    assert out["warnings"] == ["w-base", "num_speculative_tokens 9 is above the agx_orin start 3"]
+    assert "warnings" not in rec.from_stored(rec.new_record("h", "run", JETSON), stored(True), launch={"candidate": {}})
