@@ -14,7 +14,8 @@ description:
   - Writes C(report.json), C(report.md) and C(report.html) into C(<dest_dir>/<run_id>/).
   - The tables are grouped by board family, with per-family medians; failed and unreachable hosts, and expected
     hosts without a record, are listed separately; simulated hosts carry a SIMULATED label.
-  - The HTML embeds a chart of TPOT p50 and throughput before and after per host as a base64 PNG drawn with
+  - The HTML embeds a chart of throughput at concurrency 1 and 8, TPOT p50 and TTFT p50 before and after per host
+    (each host labelled with its decision) as a base64 PNG drawn with
     matplotlib (Agg backend). Without matplotlib the HTML holds the tables and a note.
   - Run it on the controller, once, with C(delegate_to=localhost) and C(run_once=true). It is the only module of
     the collection that may use a non-standard library (matplotlib), and only when it is installed.
@@ -162,11 +163,19 @@ def read_spool(hosts_dir):
     return records, None
 
 
-def draw_chart(series):
-    """Base64 PNG of TPOT p50 and throughput before/after per host, or (None, note).
+# The chart's panels: (series key, title); a panel no host has numbers for is left out.
+CHART_PANELS = (("tok_s", "Throughput at concurrency 1 (tok/s, higher is better)"),
+                ("tpot", "TPOT p50 at concurrency 1 (ms, lower is better)"),
+                ("c8_tok_s", "Throughput at concurrency 8 (tok/s, higher is better)"),
+                ("ttft", "TTFT p50 at concurrency 1 (ms, lower is better)"))
 
-    matplotlib is imported here, not at module import, so a controller without it
-    still gets the tables.
+
+def draw_chart(series):
+    """Base64 PNG of throughput (c=1, c=8), TPOT and TTFT before/after per host, or (None, note).
+
+    Each host's tick label carries its decision; the legend sits under the panels, never on a
+    bar. matplotlib is imported here, not at module import, so a controller without it still
+    gets the tables.
     """
     if not series:
         return None, "No host has before/after numbers to chart."
@@ -176,22 +185,31 @@ def draw_chart(series):
         from matplotlib import pyplot
     except ImportError:
         return None, "Chart left out: matplotlib is not installed on the controller (pip install matplotlib)."
-    labels = [s["label"] for s in series]
+    panels = [(key, title) for key, title in CHART_PANELS
+              if any(s.get(key + "_before") is not None or s.get(key + "_after") is not None for s in series)]
+    labels = ["%s\n%s" % (s["label"], s.get("decision") or "") for s in series]
     pos = list(range(len(series)))
     width = 0.38
-    fig, axes = pyplot.subplots(1, 2, figsize=(max(8.0, 1.2 * len(series) + 4), 4.5))
+    columns = 2 if len(panels) > 1 else 1
+    rows = (len(panels) + columns - 1) // columns
+    fig, axes = pyplot.subplots(rows, columns, figsize=(max(8.0, 1.4 * len(series) + 4) * columns / 2.0 + 2, 3.6 * rows + 1),
+                                squeeze=False)
     try:
-        for ax, key, title in ((axes[0], "tpot", "TPOT p50 (ms, lower is better)"),
-                               (axes[1], "tok_s", "Throughput at concurrency 1 (tok/s)")):
-            before = [s[key + "_before"] or 0 for s in series]
-            after = [s[key + "_after"] or 0 for s in series]
-            ax.bar([p - width / 2 for p in pos], before, width, label="before: baseline, speculation off")
-            ax.bar([p + width / 2 for p in pos], after, width, label="after: with speculation (candidate)")
-            ax.set_title(title)
+        handles = None
+        for index, (key, title) in enumerate(panels):
+            ax = axes[index // columns][index % columns]
+            before = [s.get(key + "_before") or 0 for s in series]
+            after = [s.get(key + "_after") or 0 for s in series]
+            handles = (ax.bar([p - width / 2 for p in pos], before, width, label="before: baseline, speculation off"),
+                       ax.bar([p + width / 2 for p in pos], after, width, label="after: with speculation (candidate)"))
+            ax.set_title(title, fontsize=10)
             ax.set_xticks(pos)
             ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
-            ax.legend()
-        fig.tight_layout()
+            ax.margins(y=0.12)
+        for index in range(len(panels), rows * columns):
+            axes[index // columns][index % columns].set_visible(False)
+        fig.legend(handles, [h.get_label() for h in handles], loc="lower center", ncol=2, frameon=False)
+        fig.tight_layout(rect=(0, 0.06, 1, 1))
         buf = io.BytesIO()
         fig.savefig(buf, format="png", dpi=90)
     finally:

@@ -16,8 +16,9 @@ import re
 
 from ansible_collections.jetson.specdec.plugins.module_utils.record.record import normalize
 from ansible_collections.jetson.specdec.plugins.module_utils.record.why import explain
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.evidence import find_run
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import (
-    median, pool_level, pooled_acceptance,
+    as_repeats, median, pool_level, pooled_acceptance,
 )
 
 SCHEMA_VERSION = 1
@@ -33,6 +34,16 @@ def _ratio_change(before, after, invert=False):
     if invert:
         return 1.0 - after / before
     return after / before - 1.0
+
+
+def _level_median(bench, concurrency, key):
+    """Median of one per-level number (``ttft_ms_p50``, ...) over the repeats of a benchmark, or None."""
+    values = []
+    for repeat in as_repeats(bench):
+        run = find_run(repeat, concurrency)
+        if run is not None and isinstance(run.get(key), (int, float)):
+            values.append(float(run[key]))
+    return median(values) if values else None
 
 
 def host_row(record, low=1, high=8):
@@ -63,6 +74,8 @@ def host_row(record, low=1, high=8):
         "tpot_p50_after": c_lo and c_lo["tpot_ms_p50"],
         "c8_tok_s_before": b_hi and b_hi["throughput_tok_s"],
         "c8_tok_s_after": c_hi and c_hi["throughput_tok_s"],
+        "ttft_p50_before": _level_median(record.get("baseline"), low, "ttft_ms_p50"),
+        "ttft_p50_after": _level_median(record.get("candidate"), low, "ttft_ms_p50"),
         "acceptance_rate": acceptance,
         "error": record.get("error"),
     }
@@ -348,8 +361,8 @@ def render_html(report, chart_png_b64=None, chart_note=None, title="jetson.specd
         parts += ["<li><strong>%s</strong>: %s</li>" % (esc(label), esc(str(text))) for label, text in why_items(entry)]
         parts.append("</ul>")
     if chart_png_b64:
-        parts.append('<h2>Before / after per host</h2><img alt="TPOT p50 and throughput before and after '
-                     'per host" src="data:image/png;base64,%s">' % chart_png_b64)
+        parts.append('<h2>Before / after per host</h2><img alt="Throughput at concurrency 1 and 8, TPOT p50 and '
+                     'TTFT p50, before and after, per host with its decision" src="data:image/png;base64,%s">' % chart_png_b64)
     if chart_note:
         parts.append('<p class="note">%s</p>' % esc(chart_note))
     parts.append("</body></html>")
@@ -365,7 +378,9 @@ def chart_series(report):
                 continue
             if row["c1_tok_s_before"] is None and row["tpot_p50_before"] is None:
                 continue
-            out.append({"label": host_label(row), "tpot_before": row["tpot_p50_before"],
-                        "tpot_after": row["tpot_p50_after"], "tok_s_before": row["c1_tok_s_before"],
-                        "tok_s_after": row["c1_tok_s_after"]})
+            out.append({"label": host_label(row), "decision": decision_label(row),
+                        "tpot_before": row["tpot_p50_before"], "tpot_after": row["tpot_p50_after"],
+                        "tok_s_before": row["c1_tok_s_before"], "tok_s_after": row["c1_tok_s_after"],
+                        "c8_tok_s_before": row["c8_tok_s_before"], "c8_tok_s_after": row["c8_tok_s_after"],
+                        "ttft_before": row["ttft_p50_before"], "ttft_after": row["ttft_p50_after"]})
     return out

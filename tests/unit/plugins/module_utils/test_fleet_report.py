@@ -131,3 +131,25 @@ def test_a_check_mode_report_says_it_is_a_dry_run():
     kept = rec("agx-01", "agx", (10.0, 40.0), (16.0, 25.0), "keep")
     assert fr.dry_run_note(fr.build_report([kept], "r", "t")) is None
     assert "DRY RUN" not in fr.render_markdown(fr.build_report([kept], "r", "t"))
+
+
+def test_chart_series_carries_the_decision_c8_and_ttft():
+    record = rec("agx-02", "agx", (20.0, 50.0, 300.0), (30.0, 30.0, 200.0), "revert")
+    for arm, ttft in (("baseline", 34.0), ("candidate", 36.0)):
+        record[arm]["runs"][0]["ttft_ms_p50"] = ttft
+    series = fr.chart_series(fr.build_report([record], "r", "t"))
+    assert series == [{"label": "agx-02", "decision": "revert", "tpot_before": 50.0, "tpot_after": 30.0,
+                       "tok_s_before": 20.0, "tok_s_after": 30.0, "c8_tok_s_before": 300.0, "c8_tok_s_after": 200.0,
+                       "ttft_before": 34.0, "ttft_after": 36.0}]
+
+
+def test_the_chart_draws_a_panel_per_metric_with_numbers():
+    pytest.importorskip("matplotlib")
+    import base64
+    from ansible_collections.jetson.specdec.plugins.modules import fleet_report as module
+    full = fr.chart_series(report())
+    png, note = module.draw_chart(full)
+    assert note is None and base64.b64decode(png)[:8] == b"\x89PNG\r\n\x1a\n"
+    # no host has TTFT here: that panel is left out, the three others are drawn
+    assert [k for k, _t in module.CHART_PANELS if any(s.get(k + "_before") for s in full)] == ["tok_s", "tpot", "c8_tok_s"]
+    assert module.draw_chart([]) == (None, "No host has before/after numbers to chart.")
