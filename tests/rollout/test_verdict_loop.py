@@ -100,6 +100,8 @@ def test_the_report_shows_each_hosts_intervals_and_rounds(fleet):
     with open(os.path.join(fleet.reports, "loop", "report.md")) as handle:
         text = handle.read()
     assert "**Evidence**" in text and "4 rounds (B C C B)" in text
+    # every measured host: how far each arm runs from the board's bandwidth limit (issue 16, roofline)
+    assert text.count("**Roofline**: at c=1 the baseline decodes at") >= 3, text
 
 
 def test_the_operators_prompts_are_copied_to_the_host_and_measured_on(fleet):

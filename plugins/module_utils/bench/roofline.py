@@ -63,17 +63,27 @@ def bench_roofline(result, family, variant, is_super, target_weight_bytes, draft
                    kv_bytes_per_token=0, concurrency=1):
     """Roofline of a vllm_bench result at ``concurrency`` on a board from the table, or None.
 
-    None when the board's bandwidth is unknown or the level has no TPOT; context is the
-    prompt plus half the output (the mean context a decode step reads)."""
-    bw = board_bandwidth(family, variant, is_super)
+    None when the board's bandwidth is unknown or the level has no TPOT."""
+    return result_roofline(result, board_bandwidth(family, variant, is_super), target_weight_bytes,
+                           draft_weight_bytes, k, kv_bytes_per_token, concurrency)
+
+
+def result_roofline(result, bandwidth_gb_s, target_weight_bytes, draft_weight_bytes=0, k=0,
+                    kv_bytes_per_token=0, concurrency=1, time_scale=1.0):
+    """Roofline of a vllm_bench result at ``concurrency`` for a known bandwidth, or None.
+
+    None when the bandwidth is unknown or the level has no TPOT; context is the prompt plus
+    half the output (the mean context a decode step reads). ``time_scale`` converts a
+    simulated board's wall time back to board time (the stand-in runs ``1 / time_scale``
+    times faster)."""
     run = next((r for r in (result or {}).get("runs") or [] if r.get("concurrency") == concurrency), None)
-    if not bw or not run or not run.get("tpot_ms_p50"):
+    if not bandwidth_gb_s or not run or not run.get("tpot_ms_p50"):
         return None
     config = result.get("config") or {}
     context = int(config.get("input_len") or 0) + int(config.get("output_len") or 0) // 2
     spec = run.get("spec_decode") or result.get("spec_decode") or {}
     length = spec.get("mean_acceptance_length") if k else None
-    out = roofline(1000.0 / run["tpot_ms_p50"], bw, target_weight_bytes, draft_weight_bytes, k,
-                   length, kv_bytes_per_token, context)
-    out["bandwidth_gb_s"] = bw
+    out = roofline(1000.0 / run["tpot_ms_p50"] * float(time_scale), bandwidth_gb_s, target_weight_bytes,
+                   draft_weight_bytes, k, length, kv_bytes_per_token, context)
+    out["bandwidth_gb_s"] = bandwidth_gb_s
     return out

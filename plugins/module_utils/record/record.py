@@ -47,6 +47,7 @@ def new_record(host, run_id, jetson, facts_root="/"):
         "facts": {"family": jetson.get("family"), "variant": jetson.get("variant"), "model": jetson.get("model"),
                   "l4t": l4t.get("release"), "jetpack": jetson.get("jetpack"),
                   "memory_total_bytes": jetson.get("memory_total_bytes"), "power_mode": power.get("name"),
+                  "memory_bandwidth_gbps": jetson.get("memory_bandwidth_gbps"),
                   "warnings": list(jetson.get("warnings") or [])},
         "attempts": [], "reasons": [],
     }
@@ -73,6 +74,9 @@ def from_stored(record, stored, check_mode=False, refusal="", launch=None, setti
     out["previous_status"] = state.get("status")
     # The plan's warnings (k above the board's start, an uncompared vocabulary, ...) reach the console
     # summary and the report through the record, not only the -v output of the preflight.
+    inputs = roofline_inputs(launch)
+    if inputs:
+        out["roofline_inputs"] = inputs
     plan_warnings = launch_warnings(launch)
     if plan_warnings:
         out["warnings"] = [w for w in out.get("warnings") or [] if w not in plan_warnings] + plan_warnings
@@ -91,6 +95,22 @@ def from_stored(record, stored, check_mode=False, refusal="", launch=None, setti
                    reasons=["Needs a rollout (%s); the run stopped before this host was rolled out "
                             "(max_fail_percentage) if this record is still here." % reason])
     return out
+
+
+def roofline_inputs(launch):
+    """What the report's roofline needs from the plan: the bytes a decode step reads (target and
+    drafter weights, KV per token, from the memory headroom check) and the planned k; None when the
+    headroom was not measured."""
+    candidate = (launch or {}).get("candidate") or {}
+    headroom = candidate.get("headroom") if isinstance(candidate.get("headroom"), dict) else {}
+    headroom = headroom.get("breakdown") if isinstance(headroom.get("breakdown"), dict) else headroom
+    if not headroom.get("target_weight_bytes"):
+        return None
+    spec = (candidate.get("plan") or {}).get("speculative_config") or {}
+    return {"target_weight_bytes": headroom.get("target_weight_bytes"),
+            "draft_weight_bytes": headroom.get("speculative_weight_bytes") or 0,
+            "kv_bytes_per_token": headroom.get("kv_bytes_per_token") or 0,
+            "k": spec.get("num_speculative_tokens") or 0}
 
 
 def launch_warnings(launch):

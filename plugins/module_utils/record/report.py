@@ -221,6 +221,8 @@ def why_items(entry):
         items.append(("Workload", why["workload"]))
     if why.get("k_tuning"):
         items.append(("k tuning", why["k_tuning"]))
+    if why.get("roofline"):
+        items.append(("Roofline", why["roofline"]))
     if why["ladder"]:
         items.append(("Ladder", why["ladder"]))
     items.append(("Runs now", why["runs_now"]))

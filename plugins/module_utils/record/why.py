@@ -9,6 +9,10 @@ what the host runs now; this module only orders them for an operator and adds on
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import re
+
+from ansible_collections.jetson.specdec.plugins.module_utils.bench.roofline import RooflineError, result_roofline
+
 # The first reason that decided the outcome comes first; the report shows at most this many.
 MAX_REASONS = 4
 MAX_TEXT = 300
@@ -135,6 +139,50 @@ def k_tuning(record):
         info.get("k"), curve or "n/a")
 
 
+def _time_scale(result):
+    """The stand-in's time_scale from a simulated result's label ("thor_t5000; time_scale=0.1"), else 1."""
+    match = re.search(r"time_scale=([0-9.eE+-]+)", str((result or {}).get("simulated") or ""))
+    try:
+        return float(match.group(1)) if match else 1.0
+    except ValueError:
+        return 1.0
+
+
+def roofline(record, concurrency=1):
+    """'at c=1 the baseline decodes at 41% of the memory-bandwidth limit (57.1 tok/s: 204.8 GB/s over
+    3.6 GB per step), the candidate at 38% (142.0 tok/s with 2.90 tokens per step)', or None.
+
+    From the board's bandwidth (facts), the bytes a step reads (the plan's headroom check) and each
+    arm's TPOT p50; simulated numbers are converted back to board time first."""
+    inputs = record.get("roofline_inputs") if isinstance(record.get("roofline_inputs"), dict) else None
+    facts = record.get("facts") if isinstance(record.get("facts"), dict) else {}
+    bandwidth = facts.get("memory_bandwidth_gbps")
+    if not inputs or not bandwidth:
+        return None
+    tuned = record.get("k_tuning") if isinstance(record.get("k_tuning"), dict) else {}
+    parts = []
+    for arm in ("baseline", "candidate"):
+        result = record.get(arm)
+        if not isinstance(result, dict):
+            continue
+        k = 0 if arm == "baseline" else int(tuned.get("k") or inputs.get("k") or 0)
+        try:
+            line = result_roofline(result, bandwidth, inputs.get("target_weight_bytes"), inputs.get("draft_weight_bytes"),
+                                   k, inputs.get("kv_bytes_per_token"), concurrency, _time_scale(result))
+        except (RooflineError, TypeError, ValueError):
+            line = None
+        if not line:
+            continue
+        if arm == "baseline":
+            parts.append("the baseline decodes at %.0f%% of the memory-bandwidth limit (%.1f tok/s: %g GB/s over %.2f GB "
+                         "per step)" % (100 * line["achieved_fraction"], line["limit_tok_s"], bandwidth,
+                                        line["bytes_per_step"] / 1e9))
+        else:
+            parts.append("the candidate at %.0f%% (%.1f tok/s with %.2f tokens per step)"
+                         % (100 * line["achieved_fraction"], line["limit_tok_s"], line["tokens_per_step"]))
+    return ("at c=%d " % concurrency + ", ".join(parts)) if parts else None
+
+
 def explain(record):
     """{why, ladder, evidence, workload, runs_now, warnings, next_step} for one (normalized) record."""
     record = record if isinstance(record, dict) else {}
@@ -164,6 +212,7 @@ def explain(record):
         "evidence": evidence(verdict, record.get("rounds")),
         "workload": workload(record),
         "k_tuning": k_tuning(record),
+        "roofline": roofline(record),
         "runs_now": record.get("config_after") or ("unchanged" if status in ("refused", "unchanged", "planned") else "unknown"),
         "warnings": warnings,
         "next_step": _next_step(record, status, decision),

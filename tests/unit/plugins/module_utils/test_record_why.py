@@ -120,3 +120,29 @@ def test_the_workload_is_named_with_its_hash_and_acceptance_per_category():
     synthetic = {"runs": [], "workload": {"name": "synthetic", "format": "token_ids"}}
     assert explain(normalize({"host": "h", "status": "reverted", "baseline": synthetic}))["workload"] == "synthetic (token_ids)"
     assert explain(normalize({"host": "h", "status": "refused"}))["workload"] is None
+
+
+def _roofline_record(tpot_base, tpot_cand, simulated=None):
+    def result(tpot, length=None):
+        return {"runs": [{"concurrency": 1, "tpot_ms_p50": tpot, "throughput_tok_s": 1000.0 / tpot}],
+                "config": {"input_len": 512, "output_len": 64}, "simulated": simulated,
+                "spec_decode": {"mean_acceptance_length": length} if length else None}
+    return {"host": "agx-01", "status": "kept", "facts": {"family": "agx_orin", "memory_bandwidth_gbps": 204.8},
+            "roofline_inputs": {"target_weight_bytes": 16 * 10 ** 9, "draft_weight_bytes": 10 ** 9,
+                                "kv_bytes_per_token": 131072, "k": 3},
+            "baseline": result(tpot_base), "candidate": result(tpot_cand, 2.5)}
+
+
+def test_the_roofline_says_how_far_each_arm_is_from_the_bandwidth_limit():
+    # 16 GB of weights + 544 tokens of KV per step at 204.8 GB/s: 12.74 tok/s; 10 tok/s is 78 %.
+    # The candidate reads 3 more GB per step and emits 2.5 tokens: 26.8 tok/s; 20 tok/s is 74 %.
+    text = explain(normalize(_roofline_record(100.0, 50.0)))["roofline"]
+    assert text == ("at c=1 the baseline decodes at 78% of the memory-bandwidth limit (12.7 tok/s: 204.8 GB/s over "
+                    "16.07 GB per step), the candidate at 74% (26.8 tok/s with 2.50 tokens per step)"), text
+    # the stand-in at time_scale 0.1 runs 10x faster than board time: converted back, the same fractions
+    simulated = _roofline_record(10.0, 5.0, simulated="agx_orin_64gb; time_scale=0.1")
+    assert explain(normalize(simulated))["roofline"] == text
+    md = render_markdown(build_report([_roofline_record(100.0, 50.0)], "r", "t"))
+    assert "**Roofline**: at c=1 the baseline decodes at 78%" in md
+    no_inputs = dict(_roofline_record(100.0, 50.0), roofline_inputs=None)
+    assert explain(normalize(no_inputs))["roofline"] is None

@@ -37,7 +37,7 @@ def test_new_record_decides_simulated_once_from_the_facts_root():
     assert real["simulated"] is False and real["status"] == "started"
     assert real["facts"] == {"family": "thor", "variant": "t5000", "model": "NVIDIA Jetson AGX Thor", "l4t": "39.2",
                              "jetpack": "7.1", "memory_total_bytes": 128 * 2 ** 30, "power_mode": "MAXN",
-                             "warnings": ["w"]}
+                             "memory_bandwidth_gbps": None, "warnings": ["w"]}
     assert rec.new_record("h", "run", JETSON, "/opt/jetson-sim/root")["simulated"] is True
 
 
@@ -300,3 +300,12 @@ def test_the_plans_warnings_reach_the_record_once():
     out = rec.from_stored(record, stored(True), launch=launch)
     assert out["warnings"] == ["w-base", "num_speculative_tokens 9 is above the agx_orin start 3"]
     assert "warnings" not in rec.from_stored(rec.new_record("h", "run", JETSON), stored(True), launch={"candidate": {}})
+
+
+def test_the_plans_headroom_gives_the_roofline_inputs():
+    launch = dict(LAUNCH, candidate=dict(LAUNCH["candidate"], headroom={"fits": True, "breakdown": {
+        "target_weight_bytes": 16 * 10 ** 9, "speculative_weight_bytes": 10 ** 9, "kv_bytes_per_token": 131072}}))
+    out = rec.from_stored(rec.new_record("h", "run", JETSON), stored(True), launch=launch)
+    assert out["roofline_inputs"] == {"target_weight_bytes": 16 * 10 ** 9, "draft_weight_bytes": 10 ** 9,
+                                      "kv_bytes_per_token": 131072, "k": 5}
+    assert "roofline_inputs" not in rec.from_stored(rec.new_record("h", "run", JETSON), stored(True), launch=LAUNCH)
