@@ -5,7 +5,10 @@ is restarted at the probe k (8) and measured once, jetson.specdec.spec_choose_k 
 k up to 8 from the simulator's per-position acceptance and the measured step times, and the
 candidate is restarted at the chosen k, which the sequential verdict then judges.
 
-Then the same board listed in the inventory under agx_orin too (a second inventory file): the
+A second Thor whose operator expects 4 concurrent streams is not refused: every round is
+measured at concurrency 1, 4 and 8, and the keep rule is judged at 4.
+
+Then the first board listed in the inventory under agx_orin too (a second inventory file): the
 run stops in its read-only check with inventory.wrong_group, before any change (issue 19).
 Observable results only: the state file, the unit on the host, the fleet report.
 """
@@ -19,7 +22,10 @@ from harness import assert_serving, board
 PREFIX = "specdec-tk-"
 SHORT = {"rollout_bench_num_prompts": 8, "rollout_bench_warmup_prompts": 1, "rollout_bench_output_len": 32,
          "rollout_verdict_restart_s": 5, "rollout_tune_k": True, "rollout_tune_k_max": 8}
-BOARDS = [board("tk-thor", "thor-01")]
+BOARDS = [board("tk-thor", "thor-01"),
+          # an operator expecting 4 concurrent streams (issue 16, concurrency between 2 and 8): measured at 4 too
+          # and judged there; no k tuning on this one
+          board("tk-conc4", "thor-01", hostvars={"vllm_server_expected_concurrency": 4, "rollout_tune_k": False})]
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +36,7 @@ def fleet(make_fleet):
     wrong = os.path.join(fleet.workdir, "wrong-group.json")
     with open(wrong, "w") as handle:
         json.dump({"all": {"children": {"agx_orin": {"hosts": {"tk-thor": {}}}}}}, handle)
-    fleet.wrong_group = fleet.run("playbooks/rollout.yml", "-i", wrong, rollout_serial=["100%"],
+    fleet.wrong_group = fleet.run("playbooks/rollout.yml", "-i", wrong, "--limit", "tk-thor,localhost", rollout_serial=["100%"],
                                   rollout_run_id="wrong-group", rollout_force=True)
     return fleet
 
@@ -69,3 +75,13 @@ def test_a_board_listed_under_another_familys_group_is_stopped_before_any_change
             in " ".join(out.split())), out[-3000:]
     assert "Benchmark a round" not in out and "Apply the baseline unit" not in out
     assert fleet.state("tk-thor") == fleet.after_first
+
+
+def test_an_expected_concurrency_of_4_is_measured_and_judged_at_4(fleet):
+    state = fleet.state("tk-conc4")
+    assert state["status"] in ("kept", "reverted"), state
+    for rnd in state["benchmarks"]["rounds"]:
+        assert [level["concurrency"] for level in rnd["levels"]] == [1, 4, 8], rnd
+    reasons = " ".join(state["verdict"]["reasons"])
+    assert "Throughput at concurrency 4 changed" in reasons and "Throughput at concurrency 8 changed" in reasons, reasons
+    assert "Throughput at concurrency 1 changed" not in reasons, reasons

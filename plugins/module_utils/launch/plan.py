@@ -137,6 +137,7 @@ def launch_plan(inputs):
         "candidate": candidate,
         "host": host,
         "model": inputs.get("model"),
+        "expected_concurrency": plan_inputs.get("expected_concurrency") or 1,
         "max_model_len": argv_opts.get("max_model_len"),
         "service_name": service,
         "unit_path": inputs.get("unit_path") or "/etc/systemd/system/%s.service" % service,
@@ -214,10 +215,12 @@ VERDICT_VARIABLES = {
 def rollout_settings(bench, verdict, ttft=None):
     """The rollout's benchmark and verdict settings, checked before any host changes.
 
-    ``bench``: output_len, output_range_ratio, concurrency (list). ``verdict``: the
+    ``bench``: output_len, output_range_ratio, concurrency (list), expected_concurrency (the plan's:
+    above the lowest level it is measured too and is the level the keep rule judges). ``verdict``: the
     rollout_* settings by their spec_decide names; ``ttft``: rollout_ttft_tolerance and
-    rollout_ttft_action as {tolerance, action}. Returns ``{"verdict": params, "ttft": ...}`` (every
-    spec_decide parameter, checked; low/high concurrency from the benchmark's levels) or
+    rollout_ttft_action as {tolerance, action}. Returns ``{"verdict": params, "ttft": ..., "levels": [...]}``
+    (every spec_decide parameter, checked; low/high concurrency from the benchmark's levels; the levels
+    to benchmark) or
     raises LaunchPlanError naming the variable and the fix: the benchmark's and the
     verdict's own rules, so this check and the later steps never disagree.
     """
@@ -231,13 +234,22 @@ def rollout_settings(bench, verdict, ttft=None):
         raise LaunchPlanError("rollout_bench_concurrency must be a non-empty list of concurrency levels, got %r."
                               % (levels,))
     try:
-        levels = [int(level) for level in levels]
+        levels = sorted(set(int(level) for level in levels))
+        if any(level < 1 for level in levels):
+            raise ValueError("rollout_bench_concurrency levels must be >= 1, got %r." % (levels,))
+        # Above the skill's low-concurrency range the operator's own concurrency is measured too and
+        # is the level the keep rule judges (the plan refused 8 and above already).
+        expected = int(bench.get("expected_concurrency") or 1)
+        judge = min(levels)
+        if expected > min(levels):
+            levels = sorted(set(levels + [expected]))
+            judge = expected
         ratio = _number("rollout_bench_output_range_ratio", bench.get("output_range_ratio"))
         output_len_bounds(int(bench.get("output_len")), ratio)
     except (TypeError, ValueError) as exc:
         raise LaunchPlanError("rollout_bench_%s" % exc if str(exc).startswith("output_range_ratio") else str(exc))
-    params = dict(verdict, low_concurrency=min(levels),
-                  high_concurrency=max(levels) if len(levels) > 1 else None)
+    above = [level for level in levels if level > judge]
+    params = dict(verdict, low_concurrency=judge, high_concurrency=max(above) if above else None)
     try:
         params = validate(params)
     except ValueError as exc:
@@ -248,4 +260,4 @@ def rollout_settings(bench, verdict, ttft=None):
         guard = validate_ttft(ttft or {})
     except ValueError as exc:
         raise LaunchPlanError(str(exc))
-    return {"verdict": params, "ttft": guard}
+    return {"verdict": params, "ttft": guard, "levels": levels}

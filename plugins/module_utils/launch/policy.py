@@ -57,8 +57,12 @@ UTILIZATION_CEILING = 0.90
 MEMORY_RESERVE_BYTES = 2 * 1024 ** 3
 
 # --- workload -------------------------------------------------------------------------------------
-# Speculation helps single-stream decode; above this expected concurrency it is refused.
-MAX_SPECULATIVE_CONCURRENCY = 2
+# Speculation helps single-stream decode. The skill's low-concurrency range ends at 2; at 8 and
+# above continuous batching wins, so speculation is refused there. Between the two the skill is
+# silent: the collection allows it with a warning, and the rollout measures at the operator's
+# expected concurrency and judges there with the concurrency-1 rule (docs/verdict.md).
+SKILL_LOW_CONCURRENCY = 2
+MAX_SPECULATIVE_CONCURRENCY = 7
 # The verdict compares at these levels: speculation must win at 1 and not lose at 8,
 # where continuous batching keeps the GPU busy.
 LOW_CONCURRENCY = 1

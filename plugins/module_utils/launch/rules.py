@@ -34,7 +34,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog impo
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.compat import draft_mismatch
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.gates import check_runtime
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
-    ACCEPTANCE_FOR_HIGHER_K, K_RANGE, MAX_SPECULATIVE_CONCURRENCY, PLAN_METHODS, SMALL_ORIN_FAMILIES,
+    ACCEPTANCE_FOR_HIGHER_K, K_RANGE, MAX_SPECULATIVE_CONCURRENCY, PLAN_METHODS, SKILL_LOW_CONCURRENCY, SMALL_ORIN_FAMILIES,
     SPECULATION_FAMILIES, UTILIZATION_DROP, UTILIZATION_MAX, UTILIZATION_MIN, speculative_utilization, start_k,
 )
 
@@ -247,6 +247,11 @@ def _plan(inp):
                 "concurrent streams continuous batching wins while the draft only takes memory. Fix: keep "
                 "speculation off for this service, or lower vllm_server_expected_concurrency if the workload "
                 "really is low-concurrency." % (concurrency, max_conc))
+    elif concurrency > SKILL_LOW_CONCURRENCY:
+        warnings.append("Expected concurrency %d is above the skill's low-concurrency range (1-%d), where nothing "
+                        "says speculation helps: jetson.specdec.rollout benchmarks at concurrency %d too and keeps it "
+                        "only if it wins there by the concurrency-1 rule; a deploy without the rollout has no such "
+                        "proof." % (concurrency, SKILL_LOW_CONCURRENCY, concurrency))
     cfg, reason = _choose(inp, refusals, warnings)
     check_runtime(inp, refusals, warnings, True, (cfg or {}).get("method") or method)
     if cfg is not None:

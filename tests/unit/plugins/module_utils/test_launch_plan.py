@@ -131,6 +131,23 @@ def test_rollout_settings_take_the_levels_from_the_benchmark():
     assert one["verdict"]["high_concurrency"] is None
 
 
+def test_the_operators_concurrency_is_measured_and_judged_with_the_c1_rule():
+    bench = {"concurrency": [1, 8], "output_len": 128, "output_range_ratio": 0}
+    out = rollout_settings(dict(bench, expected_concurrency=4), THRESHOLDS)
+    assert out["levels"] == [1, 4, 8]
+    assert (out["verdict"]["low_concurrency"], out["verdict"]["high_concurrency"]) == (4, 8)
+    plain = rollout_settings(dict(bench, expected_concurrency=1), THRESHOLDS)
+    assert plain["levels"] == [1, 8] and (plain["verdict"]["low_concurrency"], plain["verdict"]["high_concurrency"]) == (1, 8)
+    assert plain == rollout_settings(bench, THRESHOLDS)  # the same settings (and config hash) as before for c=1
+    with pytest.raises(LaunchPlanError, match="levels must be >= 1"):
+        rollout_settings(dict(bench, concurrency=[0, 8]), THRESHOLDS)
+
+
+def test_the_launch_fact_carries_the_expected_concurrency():
+    assert launch_plan(inputs(expected_concurrency=3, max_spec_concurrency=7))["expected_concurrency"] == 3
+    assert launch_plan(inputs())["expected_concurrency"] == 1
+
+
 @pytest.mark.parametrize("bench, verdict, match", [
     ({"concurrency": [1, 8], "output_len": 128, "output_range_ratio": 1.0}, {}, "rollout_bench_output_range_ratio"),
     ({"concurrency": [1, 8], "output_len": 128, "output_range_ratio": 0}, {"revert_throughput_gain": 0.5},

@@ -131,3 +131,16 @@ def test_images():
     assert image_vllm_version("vllm/vllm-openai:v0.20.1") == (0, 20, 1)
     assert image_vllm_version("vllm/vllm-openai:latest") is None
     assert image_vllm_version("registry:5000/vllm") is None
+
+
+
+def test_a_concurrency_between_the_skills_range_and_8_is_measured_not_refused():
+    from ansible_collections.jetson.specdec.plugins.module_utils.launch import policy
+    plan = plan_launch(inputs(expected_concurrency=4, max_spec_concurrency=policy.MAX_SPECULATIVE_CONCURRENCY))
+    assert rules(plan) == [] and plan["speculative_config"]["method"] == "eagle3"
+    assert any("Expected concurrency 4 is above the skill's low-concurrency range (1-2)" in w and "benchmarks at concurrency 4"
+               in w for w in plan["warnings"]), plan["warnings"]
+    assert rules(plan_launch(inputs(expected_concurrency=8, max_spec_concurrency=policy.MAX_SPECULATIVE_CONCURRENCY))) == [
+        "workload.concurrency"]
+    quiet = plan_launch(inputs(expected_concurrency=2, max_spec_concurrency=policy.MAX_SPECULATIVE_CONCURRENCY))
+    assert not any("Expected concurrency" in w for w in quiet["warnings"])
