@@ -64,8 +64,8 @@ def dry_run_lines(records):
             line = (record.get("plan") or {}).get("line") or "benchmark and judge speculation"
             out.append("  %s: %s" % (host, line))
         elif record.get("status") == "unchanged":
-            out.append("  %s: leave it unchanged (%s)" % (host, "; ".join(str(r) for r in record.get("reasons") or [])
-                                                         or "converged"))
+            reasons = "; ".join(str(r) for r in record.get("reasons") or []) or "converged"
+            out.append("  %s: leave it unchanged (%s)" % (host, reasons))
     return out
 
 

@@ -133,7 +133,6 @@ def test_images():
     assert image_vllm_version("registry:5000/vllm") is None
 
 
-
 def test_a_concurrency_between_the_skills_range_and_8_is_measured_not_refused():
     from ansible_collections.jetson.specdec.plugins.module_utils.launch import policy
     plan = plan_launch(inputs(expected_concurrency=4, max_spec_concurrency=policy.MAX_SPECULATIVE_CONCURRENCY))
