@@ -4,7 +4,7 @@ Both noisy hosts throttle (the simulator's thermal episode) from 15 model second
 vLLM start: the candidate's first round (about 12 s) runs at full speed, its second round on
 the same server does not, so the two candidate rounds disagree and the drift between rounds is
 measured large; every later start throttles again at 15 s.
-- noisy (slowdown 1.6, budget 6 rounds): the evidence does not settle after baseline,
+- noisy (slowdown 2.2, budget 6 rounds): the evidence does not settle after baseline,
   candidate, candidate: the rollout measures more rounds, interleaving the arms, and records
   every round;
 - inconclusive (slowdown 3, budget 4 rounds): the evidence cannot settle keep or revert within
@@ -32,7 +32,7 @@ CRASH_AT = 20
 THROTTLE = {"thermal": {"after_s": 15, "duration_s": 100000, "slowdown": 3.0}}
 BOARDS = [
     board("lv-noisy", "thor-01",
-          noise=dict(THROTTLE, step_jitter_cv=0.08, acceptance_spread=0.3, thermal=dict(THROTTLE["thermal"], slowdown=1.6)),
+          noise=dict(THROTTLE, step_jitter_cv=0.08, acceptance_spread=0.3, thermal=dict(THROTTLE["thermal"], slowdown=2.2)),
           hostvars={"rollout_verdict_max_rounds": 6}),
     board("lv-inconclusive", "thor-01", noise=THROTTLE, hostvars={"rollout_verdict_max_rounds": 4}),
     board("lv-crash", "thor-01", faults={"crash_after_requests": CRASH_AT, "when": "speculative"}),
