@@ -12,10 +12,9 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import html
-import re
 
 from ansible_collections.jetson.specdec.plugins.module_utils.record.record import normalize
-from ansible_collections.jetson.specdec.plugins.module_utils.record.why import explain
+from ansible_collections.jetson.specdec.plugins.module_utils.record.why import explain, time_scale_of
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.evidence import find_run
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import (
     as_repeats, median, pool_level, pooled_acceptance,
@@ -255,13 +254,9 @@ def time_scales(records):
     out = set()
     for record in records:
         for arm in ("baseline", "candidate"):
-            label = (record.get(arm) or {}).get("simulated") if isinstance(record.get(arm), dict) else None
-            match = re.search(r"time_scale=([0-9.eE+-]+)", str(label or ""))
-            if match:
-                try:
-                    out.add(float(match.group(1)))
-                except ValueError:
-                    continue
+            scale = time_scale_of(record.get(arm)) if isinstance(record.get(arm), dict) else None
+            if scale is not None:
+                out.add(scale)
     return sorted(out)
 
 

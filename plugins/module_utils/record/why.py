@@ -139,13 +139,18 @@ def k_tuning(record):
         info.get("k"), curve or "n/a")
 
 
-def _time_scale(result):
-    """The stand-in's time_scale from a simulated result's label ("thor_t5000; time_scale=0.1"), else 1."""
+def time_scale_of(result):
+    """The stand-in's time_scale from a simulated result's label ("thor_t5000; time_scale=0.1"), or None."""
     match = re.search(r"time_scale=([0-9.eE+-]+)", str((result or {}).get("simulated") or ""))
     try:
-        return float(match.group(1)) if match else 1.0
+        return float(match.group(1)) if match else None
     except ValueError:
-        return 1.0
+        return None
+
+
+def _time_scale(result):
+    scale = time_scale_of(result)
+    return scale if scale else 1.0
 
 
 def roofline(record, concurrency=1):
