@@ -31,9 +31,13 @@ class CallbackModule(CallbackBase):
     def __init__(self):
         super(CallbackModule, self).__init__()
         self.counts = defaultdict(lambda: defaultdict(int))
+        self.by_task = defaultdict(lambda: defaultdict(int))
 
     def _count(self, result, kind):
-        self.counts[result._host.get_name()][kind] += 1
+        host = result._host.get_name()
+        self.counts[host][kind] += 1
+        # Where the tasks go: "<task name>" -> results, to find what to cut.
+        self.by_task[host][result._task.get_name()] += 1
 
     def v2_runner_on_ok(self, result):
         self._count(result, "ok")
@@ -56,3 +60,5 @@ class CallbackModule(CallbackBase):
         if path:
             with open(path, "w") as handle:
                 json.dump(dict((h, dict(c)) for h, c in self.counts.items()), handle, indent=1, sort_keys=True)
+            with open(path + ".by_task", "w") as handle:
+                json.dump(dict((h, dict(c)) for h, c in self.by_task.items()), handle, indent=1, sort_keys=True)
