@@ -76,24 +76,33 @@ attributes:
 """
 
 EXAMPLES = r"""
+# On the controller, after a run of playbooks/rollout.yml: rebuild the report of one run from
+# the per-host records spooled under <dest_dir>/<run_id>/hosts/ (what playbooks/report.yml does).
 - name: Rebuild the report of a rollout run from its spool
   jetson.specdec.fleet_report:
     read_spool: true
-    dest_dir: "{{ rollout_report_dir }}"
-    run_id: "{{ rollout_run_id }}"
-    expected_hosts: "{{ query('ansible.builtin.inventory_hostnames', 'all') }}"
+    dest_dir: /var/lib/jetson-specdec/reports
+    run_id: 20261201T020000-canary
+    expected_hosts: "{{ query('ansible.builtin.inventory_hostnames', 'jetsons') }}"
   delegate_to: localhost
+  run_once: true
+  register: fleet_report_result
+
+- name: Show the fleet report and where the HTML page is
+  ansible.builtin.debug:
+    msg: "{{ fleet_report_result.markdown.split('\n') + ['Report: ' ~ fleet_report_result.html_path] }}"
   run_once: true
 
-- name: Write the fleet report
+# In a play that ran the jetson.specdec.rollout role: each host's record is its fact rollout_record.
+- name: Write the report from the records the play holds
   jetson.specdec.fleet_report:
-    records: "{{ ansible_play_hosts_all | map('extract', hostvars, 'specdec_record') | select('defined') | list }}"
+    records: "{{ ansible_play_hosts_all | map('extract', hostvars, 'rollout_record') | select('defined') | list }}"
     expected_hosts: "{{ ansible_play_hosts_all }}"
-    dest_dir: "{{ playbook_dir }}/../reports"
-    run_id: "{{ specdec_run_id }}"
+    dest_dir: "{{ playbook_dir }}/reports"
+    run_id: "{{ hostvars['localhost'].rollout_run_id }}"
+    chart: false
   delegate_to: localhost
   run_once: true
-  register: specdec_report
 """
 
 RETURN = r"""

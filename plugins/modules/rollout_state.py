@@ -136,40 +136,43 @@ notes:
 """
 
 EXAMPLES = r"""
+# The life of one rollout on a host, the way jetson.specdec.rollout uses the module.
+- name: Does this host need a rollout (a different config hash, or no verdict yet)?
+  jetson.specdec.rollout_state:
+    state: read
+    config: {baseline: ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"], method: eagle3, k: 5}
+  register: rollout_state_read
+
 - name: Take the rollout lock
   jetson.specdec.rollout_state:
     state: lock
-    owner: "{{ specdec_run_id }}"
+    owner: 20261201T020000-canary
     controller: "{{ lookup('ansible.builtin.pipe', 'hostname') }}"
-    lock_steps: [600, 1800]  # health wait, one benchmark level
-  register: specdec_lock
+    lock_steps: [600, 1800]  # the longest health wait and benchmark: the timeout is at least twice the longest
+  register: rollout_state_lock
+  when: rollout_state_read.needs_rollout
 
 - name: Heartbeat between long steps
   jetson.specdec.rollout_state:
     state: refresh
-    token: "{{ specdec_lock.lock.token }}"
+    token: "{{ rollout_state_lock.lock.token }}"
+  when: rollout_state_read.needs_rollout
+
+- name: Record the verdict (also exported as node_exporter textfile metrics)
+  jetson.specdec.rollout_state:
+    state: write
+    status: kept
+    config: {baseline: ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"], method: eagle3, k: 5}
+    verdict: {decision: keep, reasons: ["Throughput at concurrency 1 rose 41.2% (28.1 -> 39.7 tok/s)."]}
+    info: {method: eagle3, model: meta-llama/Llama-3.1-8B-Instruct, family: thor, simulated: false}
+    textfile_dir: /var/lib/node_exporter/textfile_collector
+  when: rollout_state_read.needs_rollout
 
 - name: Release the lock (in an always section)
   jetson.specdec.rollout_state:
     state: unlock
-    token: "{{ specdec_lock.lock.token }}"
-
-- name: Does this host need a rollout?
-  jetson.specdec.rollout_state:
-    config: "{{ specdec_candidate_config }}"
-  register: specdec_state
-
-- name: Record the verdict
-  jetson.specdec.rollout_state:
-    state: write
-    status: kept
-    config: "{{ specdec_candidate_config }}"
-    verdict: "{{ specdec_verdict }}"
-    benchmarks:
-      baseline: "{{ specdec_baseline }}"
-      candidate: "{{ specdec_candidate }}"
-    info: {method: eagle3, model: "{{ specdec_model }}", family: thor, simulated: false}
-    textfile_dir: /var/lib/node_exporter/textfile_collector
+    token: "{{ rollout_state_lock.lock.token }}"
+  when: rollout_state_read.needs_rollout
 
 - name: Clear a lock left by a crashed run
   jetson.specdec.rollout_state:

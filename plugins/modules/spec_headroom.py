@@ -104,6 +104,11 @@ options:
 """
 
 EXAMPLES = r"""
+- name: Read the board's memory and L4T release
+  jetson.specdec.jetson_facts:
+
+# Sizes come from the model's safetensors in the Hugging Face cache when it is there, else from
+# the catalog (the role passes vllm_server_model_catalog; this entry shows the keys it reads).
 - name: Check that Llama-3.1-8B FP4 plus its EAGLE-3 head fits
   jetson.specdec.spec_headroom:
     target_model: nvidia/Llama-3.1-8B-Instruct-FP4
@@ -111,19 +116,27 @@ EXAMPLES = r"""
       method: eagle3
       model: yuhuili/EAGLE3-LLaMA3.1-Instruct-8B
       num_speculative_tokens: 5
-    catalog: "{{ vllm_server_model_catalog }}"
-    memory_total_bytes: "{{ ansible_facts['jetson']['memory_total_bytes'] }}"
-    memory_available_bytes: "{{ ansible_facts['jetson']['memory_available_bytes'] }}"
-    l4t_major: "{{ ansible_facts['jetson']['l4t']['major'] }}"
-    family: "{{ ansible_facts['jetson']['family'] }}"
+    catalog:
+      nvidia/Llama-3.1-8B-Instruct-FP4:
+        weight_bytes: 6000000000
+        kv_bytes_per_token: 131072
+        eagle3_heads:
+          - {model: yuhuili/EAGLE3-LLaMA3.1-Instruct-8B, weight_bytes: 850000000, kv_bytes_per_token: 4096}
+    hf_home: /var/lib/vllm/hf
+    memory_total_bytes: "{{ ansible_facts.jetson.memory_total_bytes }}"
+    memory_available_bytes: "{{ ansible_facts.jetson.memory_available_bytes }}"
+    l4t_major: "{{ ansible_facts.jetson.l4t.major }}"
+    family: "{{ ansible_facts.jetson.family }}"
     gpu_memory_utilization: 0.70
     max_model_len: 8192
-  register: headroom
+  register: spec_headroom_result
 
-- name: Stop when it does not fit
+- name: Stop when it does not fit, with the utilization that would
   ansible.builtin.assert:
-    that: headroom.fits
-    fail_msg: "{{ headroom.reasons | join(' ') }}"
+    that: spec_headroom_result.fits
+    fail_msg: >-
+      {{ spec_headroom_result.reasons | join(' ') }} Recommended gpu_memory_utilization:
+      {{ spec_headroom_result.recommended_gpu_memory_utilization | default('none fits') }}
 """
 
 RETURN = r"""

@@ -161,12 +161,29 @@ options:
 """
 
 EXAMPLES = r"""
+- name: Read the board (the power mode goes into the result)
+  jetson.specdec.jetson_facts:
+
 - name: Benchmark the local vLLM server at concurrency 1 and 8
   jetson.specdec.vllm_bench:
     url: http://127.0.0.1:8000
-    power_mode: "{{ jetson_power_mode | default(omit) }}"
+    power_mode: "{{ (ansible_facts.jetson.power_mode | default({}, true)).name | default(omit, true) }}"
     dest: /var/lib/jetson-specdec/bench-baseline.json
-  register: baseline
+  register: vllm_bench_baseline
+
+- name: Show TPOT p50 and throughput per concurrency level
+  ansible.builtin.debug:
+    msg: "{{ vllm_bench_baseline.runs | map(attribute='concurrency') | zip(vllm_bench_baseline.runs | map(attribute='tpot_ms_p50'),
+             vllm_bench_baseline.runs | map(attribute='throughput_tok_s')) | list }}"
+
+- name: Measure on the operator's own prompts (one JSON object per line with a "prompt" key)
+  jetson.specdec.vllm_bench:
+    url: http://127.0.0.1:8000
+    dataset_path: /var/lib/jetson-specdec/prompts.jsonl
+    dataset_format: custom
+    concurrency: [1]
+    num_prompts: 20
+    max_duration: 600
 
 - name: Quick check from the controller, bounded to five minutes
   jetson.specdec.vllm_bench:

@@ -47,11 +47,31 @@ options:
 """
 
 EXAMPLES = r"""
-- name: Wait for the server
+- name: Wait for the server (reads the unit's journal when it crash-loops)
   jetson.specdec.vllm_wait:
     url: http://127.0.0.1:8000
     service: vllm
     timeout: 600
+    interval: 5
+    crash_loop_restarts: 3
+  register: vllm_wait_result
+
+- name: Show what it serves
+  ansible.builtin.debug:
+    msg: "vLLM {{ vllm_wait_result.version | default('?') }} serves {{ vllm_wait_result.models | join(', ') }}"
+
+- name: Wait, and say why when it does not come up (cause - out_of_memory, rejected_speculative_config, ...)
+  jetson.specdec.vllm_wait:
+    url: http://127.0.0.1:8000
+    service: vllm
+    timeout: 900
+  register: vllm_wait_start
+  failed_when: false
+
+- name: Stop with the cause the journal names
+  ansible.builtin.fail:
+    msg: "{{ vllm_wait_start.cause | default('unknown') }}: {{ vllm_wait_start.msg }}"
+  when: vllm_wait_start.models is not defined
 """
 
 RETURN = r"""

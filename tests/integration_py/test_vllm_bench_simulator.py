@@ -100,10 +100,12 @@ def test_ground_truth_tpot_and_simulated_warning(sim):
     assert not failed, res
     for run in res["runs"]:
         assert run["completed"] == 6 and run["output_tokens"] == 6 * 32
-        # Known step time; the 2 % target is measured by tests/bench/bench_quality.py,
-        # here a looser bound keeps the test stable on a shared 2-core machine.
-        assert run["tpot_ms_p50"] == pytest.approx(STEP_S * 1000, rel=0.05)
-        assert run["itl_ms_p50"] == pytest.approx(STEP_S * 1000, rel=0.1)
+        # Known step time; the 2 % target is measured by tests/bench/bench_quality.py. Here the
+        # bound is loose: on a loaded 2-core machine the stand-in falls behind its token schedule
+        # and catches up in a burst (a late first token, then faster gaps), which moved TPOT p50
+        # to 4.18 ms for a 5 ms step in one CI run; a wrong TPOT formula is off by far more.
+        assert run["tpot_ms_p50"] == pytest.approx(STEP_S * 1000, rel=0.2)
+        assert run["itl_ms_p50"] == pytest.approx(STEP_S * 1000, rel=0.2)
     assert res["spec_decode"] is None
     assert res["simulated"].startswith("unit-bench")
     assert any("simulated" in w for w in res["bench_warnings"])

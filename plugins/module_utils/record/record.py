@@ -145,7 +145,7 @@ def dry_run_plan(launch, settings, refusal=""):
     """
     if refusal:
         first = _first_refusal(refusal)
-        return {"would": "refuse", "reason": first, "line": "refuse: %s" % first}
+        return {"would": "refuse", "reason": first, "line": "refuse speculation, run the baseline: %s" % first}
     candidate = (launch or {}).get("candidate") or {}
     baseline = (launch or {}).get("baseline") or {}
     spec = (candidate.get("plan") or {}).get("speculative_config") or {}
@@ -358,8 +358,11 @@ def state_outcome(record, applied_argv, baseline_argv, rung, family, model, run_
     baseline's), both benchmarks and the ladder's attempts."""
     status = record.get("status")
     if status == "refused":
+        # Speculation off by policy: the rollout applied the baseline, which is the last good config.
         return {"status": "refused", "verdict": {"decision": "refused", "reasons": record.get("reasons") or []},
-                "info": {"family": family, "model": model, "simulated": bool(record.get("simulated"))}}
+                "last_good": {"kind": "baseline", "argv": baseline_argv},
+                "info": {"family": family, "model": model, "run_id": run_id, "simulated": bool(record.get("simulated")),
+                         "config_after": "baseline"}}
     if status not in ("kept", "reverted"):
         raise RecordError("only a refused, kept or reverted host has an outcome to write, got %r" % (status,))
     kept = status == "kept"
@@ -376,10 +379,11 @@ def state_outcome(record, applied_argv, baseline_argv, rung, family, model, run_
 
 
 def refused(record, refusal):
-    """Speculation is refused on this host: one reason per rule (the first line names the host)."""
+    """Speculation is off by policy on this host: one reason per rule (the first line names the
+    host). The rollout runs the baseline on it (roles/rollout/tasks/main.yml)."""
     lines = str(refusal or "refused").split("\n")
     out = _copy(record)
-    out.update(status="refused", reasons=lines[1:] or lines)
+    out.update(status="refused", reasons=lines[1:] or lines, config_after="baseline")
     return out
 
 

@@ -45,7 +45,8 @@ def ladder_path(attempts):
 
 def _next_step(record, status, decision):
     if status == "refused":
-        return "Speculation is not applied on this host; fix the rule named above in group_vars, or leave it off."
+        return ("Speculation is off by policy here and the baseline runs; to change that, fix the rule named above in "
+                "group_vars (or leave it off).")
     if status == "failed":
         return "Read the error, fix its cause on the host, then re-run (rollout_break_lock=true only if no other run holds the lock)."
     if status == "reverted":

@@ -44,8 +44,12 @@ def test_ladder_host_shows_every_rung_and_its_cause(records):
 def test_refused_host_gives_the_rule_first_and_keeps_running_what_it_ran(records):
     why = explain(normalize(records["nx-01"]))
     assert why["why"][0].startswith("runtime.")
-    assert why["runs_now"] == "unchanged"
-    assert "not applied" in why["next_step"]
+    assert why["runs_now"] == "unchanged"  # a record written before refused hosts got the baseline
+    assert "off by policy" in why["next_step"]
+    # today the rollout runs the baseline on a refused host, and the record says so
+    from ansible_collections.jetson.specdec.plugins.module_utils.record import record as rec
+    now = rec.refused(rec.new_record("nx-02", "run", {"family": "orin_nx"}), "nx-02:\nfamily.orin_nx: no speculation")
+    assert explain(normalize(now))["runs_now"] == "baseline"
 
 
 def test_failed_host_leads_with_its_error(records):

@@ -60,9 +60,9 @@ def test_check_mode_says_what_a_real_run_would_do():
     assert out["status"] == "planned"
     assert out["reasons"] == ["check mode: a real run would benchmark and judge speculation (config changed)"]
     refused = rec.from_stored(rec.new_record("h", "run", JETSON), stored(True), True, "refused h:\nfamily: no")
-    assert refused["reasons"][0] == "check mode: a real run would refuse: family: no (config changed)"
+    assert refused["reasons"][0] == "check mode: a real run would refuse speculation, run the baseline: family: no (config changed)"
     assert refused["reasons"][1] == "refused h:\nfamily: no"
-    assert refused["plan"] == {"would": "refuse", "reason": "family: no", "line": "refuse: family: no"}
+    assert refused["plan"] == {"would": "refuse", "reason": "family: no", "line": "refuse speculation, run the baseline: family: no"}
 
 
 LAUNCH = {"baseline": {"gpu_memory_utilization": 0.75},
@@ -269,9 +269,11 @@ def test_state_outcome_of_a_kept_a_reverted_and_a_refused_host():
     back = rec.state_outcome(reverted, ["vllm", "serve"], ["vllm", "serve"], rung, "thor", "m", "run")
     assert back["last_good"] == {"kind": "baseline", "argv": ["vllm", "serve"]} and back["info"]["method"] is None
     refused = rec.refused(rec.new_record("h", "run", JETSON), "x:\nfamily.no: no")
-    assert rec.state_outcome(refused, [], [], None, "orin-nano", "m", "run") == {
+    assert refused["config_after"] == "baseline"  # speculation off by policy: the rollout runs the baseline
+    assert rec.state_outcome(refused, ["vllm", "serve", "m"], ["vllm", "serve"], None, "orin-nano", "m", "run") == {
         "status": "refused", "verdict": {"decision": "refused", "reasons": ["family.no: no"]},
-        "info": {"family": "orin-nano", "model": "m", "simulated": False}}
+        "last_good": {"kind": "baseline", "argv": ["vllm", "serve"]},
+        "info": {"family": "orin-nano", "model": "m", "run_id": "run", "simulated": False, "config_after": "baseline"}}
     with pytest.raises(rec.RecordError, match="queued"):
         rec.state_outcome({"status": "queued"}, [], [], None, "thor", "m", "run")
 
