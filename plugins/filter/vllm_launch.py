@@ -13,7 +13,11 @@ from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data i
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.inputs import input_refusals
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import SpecConfigError
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import fallback_rungs, next_rung
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.plan import optional_int
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.plan import (
+    LaunchPlanError,
+    normalize_plan_inputs,
+    optional_int,
+)
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.rules import plan_launch
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.argv import (
     container_argv,
@@ -38,15 +42,11 @@ def vllm_launch_plan(inputs):
     inputs = plain(inputs)
     if not isinstance(inputs, dict):
         raise AnsibleFilterError("jetson.specdec.vllm_launch_plan takes a dict of inputs")
-    for key in ("l4t_major", "k", "expected_concurrency", "max_spec_concurrency", "draft_tensor_parallel_size"):
-        inputs[key] = optional_int(inputs.get(key))
-    for key in ("speculation", "force"):
-        # -e vllm_server_speculation=false arrives as the string "false".
-        try:
-            inputs[key] = boolean(inputs.get(key) or False, strict=True)
-        except TypeError as exc:
-            raise AnsibleFilterError("jetson.specdec.vllm_launch_plan: %s must be a boolean: %s" % (key, exc))
-    return plan_launch(inputs)
+    # The same normalization as vllm_server_launch: digit strings, "false" from -e, unset keys.
+    try:
+        return plan_launch(normalize_plan_inputs(inputs))
+    except LaunchPlanError as exc:
+        raise AnsibleFilterError("jetson.specdec.vllm_launch_plan: %s" % exc)
 
 
 def spec_fallback_rungs(plan, catalog, target, drop=0.05, max_model_len=None):

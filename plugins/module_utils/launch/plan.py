@@ -63,7 +63,12 @@ def normalize_plan_inputs(inputs):
         raise LaunchPlanError("the plan inputs must be a dict, got %r" % (type(inputs).__name__,))
     out = dict(inputs)
     for key in OPTIONAL_INTS:
-        out[key] = optional_int(out.get(key))
+        value = optional_int(out.get(key))
+        if value is None:
+            # not set: the rules' own default applies (for example max_spec_concurrency 7), not None
+            out.pop(key, None)
+        else:
+            out[key] = value
     names = {"speculation": "vllm_server_speculation", "force": "vllm_server_force_speculation",
              "k_tuning": "vllm_server_k_tuning"}
     for key, name in names.items():
