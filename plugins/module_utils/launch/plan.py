@@ -164,10 +164,12 @@ def headroom_refusal(headroom):
     if headroom["fits"]:
         return None
     recommended = headroom.get("recommended_gpu_memory_utilization") or "(none fits)"
+    # The module's reasons are clauses without a full stop: one sentence each.
+    reasons = " ".join("%s%s." % (r[:1].upper(), r[1:].rstrip(" .")) for r in headroom.get("reasons") or [] if str(r).strip())
     return {"rule": "memory.headroom",
             "message": "target, draft and KV cache do not fit. %s Fix: use the recommended gpu_memory_utilization %s, "
                        "lower vllm_server_max_model_len, pick a smaller draft, or keep speculation off."
-                       % (" ".join(headroom.get("reasons") or []), recommended)}
+                       % (reasons, recommended)}
 
 
 def with_headroom(launch, headroom):

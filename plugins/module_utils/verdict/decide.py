@@ -310,6 +310,11 @@ def _continue_or_stop(rounds, usage, p, levels, reasons, estimates=None, open_na
     return _result("inconclusive", "revert", p, reasons, usage, estimates, rounds, True, open_names)
 
 
+def _count_of(number, noun):
+    """'1 restart', '3 restarts'."""
+    return "%d %s%s" % (number, noun, "" if number == 1 else "s")
+
+
 def _describe(est, p):
     out = ["Throughput at concurrency %d changed %s (interval %s to %s); keep needs at least +%s, below +%s "
            "reverts." % (p["low_concurrency"], _pct(est["c1_throughput_gain"]["point"]),
@@ -375,10 +380,10 @@ def spec_decide(rounds, **params):
     tri = _tri_states(est, p)
     open_names, possible = possible_decisions(tri)
     actions = set(p["marginal_action"] if d == "marginal" else d for d in possible)
-    reasons.append("%d rounds (%d baseline, %d candidate), %d requests, %d restarts; per-round drift about "
+    reasons.append("%d rounds (%d baseline, %d candidate), %d requests, %s; per-round drift about "
                    "%.1f%%; intervals are %g standard errors wide on each side."
                    % (usage["rounds"], counts["baseline"], counts["candidate"], usage["requests"],
-                      usage["restarts"], 100 * est["c1_throughput_gain"]["round_drift"], p["z"]))
+                      _count_of(usage["restarts"], "restart"), 100 * est["c1_throughput_gain"]["round_drift"], p["z"]))
     if len(actions) > 1:
         reasons.append("Not settled yet: the interval still straddles %s." % _open_sentence(open_names, p))
         return _continue_or_stop(data, usage, p, levels, reasons, est, open_names)

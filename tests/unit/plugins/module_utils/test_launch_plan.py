@@ -105,6 +105,15 @@ def test_headroom_that_does_not_fit_refuses_the_candidate_with_the_fix():
     assert fact["refusals"] == []  # the input is not changed
 
 
+def test_the_memory_reasons_read_as_sentences():
+    fact = launch_plan(inputs(speculation=True))
+    out = with_headroom(fact, {"fits": False, "recommended_gpu_memory_utilization": 0.79,
+                               "reasons": ["vLLM's share 0.75 x 29.5 GiB = 22.13 GiB holds 20 GiB",
+                                           "recommended gpu_memory_utilization 0.79"]})
+    message = out["candidate"]["refusals"][-1]["message"]
+    assert "holds 20 GiB. Recommended gpu_memory_utilization 0.79. Fix:" in message, message
+
+
 def test_headroom_that_could_not_measure_refuses_with_its_message():
     fact = launch_plan(inputs())
     out = with_headroom(fact, {"failed": False, "msg": "no weight size for the draft"})

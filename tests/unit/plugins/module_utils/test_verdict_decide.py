@@ -93,6 +93,14 @@ def test_the_tpot_reason_says_dropped_or_rose_in_words_not_by_a_sign():
     assert "(drop interval -" in line, line
 
 
+def test_the_budget_line_counts_restarts_in_words():
+    out, rounds = drive({"gain": 0.80, "tpot": -0.45, "c8": 0.20})
+    line = [r for r in out["reasons"] if " requests, " in r][0]
+    restarts = out["restarts"]
+    assert ("%d restart;" % restarts if restarts == 1 else "%d restarts;" % restarts) in line, line
+    assert "1 restarts" not in line
+
+
 def test_a_real_c8_regression_reverts_a_fast_single_stream():
     out, _rounds = drive({"gain": 0.80, "tpot": -0.45, "c8": -0.25})
     assert out["action"] == "revert"
