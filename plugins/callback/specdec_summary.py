@@ -66,6 +66,8 @@ def dry_run_lines(records):
         elif record.get("status") == "unchanged":
             reasons = "; ".join(str(r) for r in record.get("reasons") or []) or "converged"
             out.append("  %s: leave it unchanged (%s)" % (host, reasons))
+        elif record.get("status") == "held":
+            out.append("  %s: %s" % (host, (record.get("wave") or {}).get("reason") or "held back (outside the wave)"))
     return out
 
 

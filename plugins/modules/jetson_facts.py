@@ -174,6 +174,10 @@ ansible_facts:
           description: MemAvailable from /proc/meminfo in bytes.
           type: int
           sample: 58123456512
+        machine_id:
+          description: The 32 hex digits of /etc/machine-id (null when absent or uninitialized); the staged rollout's wave key.
+          type: str
+          sample: 5f3c9e0a8b7d4c21a0e9f6b3d2c1a7e4
         l4t:
           description: Jetson Linux release, or null.
           type: dict

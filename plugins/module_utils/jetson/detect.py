@@ -158,6 +158,12 @@ def _advice(facts, mem_available):
     return warnings
 
 
+def _machine_id(text):
+    """The 32 hex digits of /etc/machine-id, or None (absent, empty or 'uninitialized')."""
+    value = (text or "").strip().lower()
+    return value if len(value) == 32 and all(c in "0123456789abcdef" for c in value) else None
+
+
 def gather(root="/", runner=None):
     """Return the ``jetson`` facts dict for the tree under ``root``."""
     reader = RootReader(root)
@@ -214,6 +220,9 @@ def gather(root="/", runner=None):
         "runtime": _read_runtime(reader, probe),
         "boot_control": {"tnspec": bc["tnspec"], "compatible_spec": bc["compatible_spec"]},
         "probes_run": probe.ran,
+        # A stable id of this installation (systemd's): the staged rollout's wave bucket in pull mode,
+        # where every board is "localhost" (record/wave.py).
+        "machine_id": _machine_id(reader.read_text("etc/machine-id")),
     }
     warnings.extend(board["warnings"])
     if not is_jetson:

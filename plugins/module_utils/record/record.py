@@ -16,12 +16,13 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import next_rung
+from ansible_collections.jetson.specdec.plugins.module_utils.record.wave import WaveError, wave
 
 # What the benchmark module returns that the record keeps (the rest is Ansible's bookkeeping).
 BENCH_KEYS = ("runs", "spec_decode", "server", "bench_warnings", "simulated", "config", "workload")
 CONNECTION_ERRORS = ("deserialization failed", "is not running", "failed to connect", "unreachable")
 NO_RECORD_ERROR = "no record: the host was unreachable, or the run stopped before it"
-FINAL_STATUSES = ("kept", "reverted", "refused", "unchanged", "planned", "failed", "unreachable")
+FINAL_STATUSES = ("kept", "reverted", "refused", "unchanged", "held", "planned", "failed", "unreachable")
 
 
 class RecordError(ValueError):
@@ -58,15 +59,25 @@ def bench_result(result):
     return dict((k, v) for k, v in (result or {}).items() if k in BENCH_KEYS)
 
 
-def from_stored(record, stored, check_mode=False, refusal="", launch=None, settings=None):
-    """The record after reading the host's state: unchanged, planned (check mode) or queued.
+def from_stored(record, stored, check_mode=False, refusal="", launch=None, settings=None, wave_key=None,
+                wave_percent=100):
+    """The record after reading the host's state: unchanged, held (outside this run's wave),
+    planned (check mode) or queued.
 
     ``stored`` is the result of ``rollout_state state=read`` (needs_rollout,
     needs_rollout_reason, rollout_state). In check mode, ``launch`` (the host's
     ``vllm_server_launch``) and ``settings`` (``rollout_settings``) make the record's ``plan``:
     what a real run would start and how long it may measure (``dry_run_plan``).
+    ``wave_key`` and ``wave_percent``: the staged rollout (record/wave.py); a host that needs a
+    rollout outside the wave is ``held`` and left as it is.
     """
+    try:
+        in_wave = wave(wave_key, wave_percent) if wave_key is not None else None
+    except WaveError as exc:
+        raise RecordError(str(exc))
     out = _copy(record)
+    if in_wave is not None:
+        out["wave"] = in_wave
     state = stored.get("rollout_state") or {}
     info = state.get("info") or {}
     benchmarks = state.get("benchmarks") or {}
@@ -85,6 +96,9 @@ def from_stored(record, stored, check_mode=False, refusal="", launch=None, setti
                    candidate=benchmarks.get("candidate"), rounds=benchmarks.get("rounds") or [],
                    config_after=info.get("config_after"),
                    simulated=bool(info.get("simulated", False)), reasons=[reason])
+    elif in_wave is not None and not in_wave["in_wave"]:
+        out.update(status="held", config_after=info.get("config_after"),
+                   reasons=["Needs a rollout (%s), %s." % (reason, in_wave["reason"])])
     elif check_mode:
         # A rollout cannot be simulated (it needs two live benchmarks), so check mode only says what it would do.
         plan = dry_run_plan(launch, settings, refusal)

@@ -23,6 +23,7 @@ NEXT_STEPS = {
     "planned": "Dry run only: run without --check to benchmark and decide.",
     "unreachable": "Check SSH/connection to the host, then re-run the rollout for it.",
     "queued": "The run stopped before this host (max_fail_percentage or an interruption): re-run the rollout.",
+    "held": "Outside this run's wave: raise rollout_wave_percent (in pull mode, in the repository the boards pull) to include it.",
 }
 
 
@@ -219,7 +220,7 @@ def explain(record):
         "workload": workload(record),
         "k_tuning": k_tuning(record),
         "roofline": roofline(record),
-        "runs_now": record.get("config_after") or ("unchanged" if status in ("refused", "unchanged", "planned") else "unknown"),
+        "runs_now": record.get("config_after") or ("unchanged" if status in ("refused", "unchanged", "held", "planned") else "unknown"),
         "warnings": warnings,
         "next_step": _next_step(record, status, decision),
     }

@@ -86,10 +86,12 @@ def test_check_mode_prints_what_a_real_run_would_do_per_host():
     from ansible_collections.jetson.specdec.plugins.callback.specdec_summary import dry_run_lines
     records = {"thor-01": {"status": "planned", "plan": {"line": "benchmark eagle3 h, k=5, utilization 0.8 (baseline 0.85)"}},
                "nx-01": {"status": "planned", "plan": {"line": "refuse: family.speculation_not_supported: no"}},
-               "agx-01": {"status": "unchanged", "reasons": ["converged: same config"]}}
+               "agx-01": {"status": "unchanged", "reasons": ["converged: same config"]},
+               "agx-02": {"status": "held", "wave": {"reason": "held back: bucket 57 is outside the 10 % wave"}}}
     assert dry_run_lines(records) == [
         "DRY RUN (--check): nothing was changed. A real run would:",
         "  agx-01: leave it unchanged (converged: same config)",
+        "  agx-02: held back: bucket 57 is outside the 10 % wave",
         "  nx-01: refuse: family.speculation_not_supported: no",
         "  thor-01: benchmark eagle3 h, k=5, utilization 0.8 (baseline 0.85)"]
     records["thor-01"]["status"] = records["nx-01"]["status"] = "kept"

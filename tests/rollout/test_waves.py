@@ -1,0 +1,57 @@
+"""Staged rollout by waves: rollout_wave_percent rolls out a stable share of the fleet.
+
+Two Orin NX boards with no vLLM unit (a rollout there is quick: speculation is refused by
+the family rule and the baseline is installed). Their buckets (sha256 of the inventory name,
+modulo 100) are wv-1 -> 4 and wv-4 -> 82, so a 50 % wave takes wv-1 and holds wv-4 back,
+untouched; raising the wave to 100 rolls out wv-4 and leaves the converged wv-1 alone. An
+impossible percentage is refused before any host changes.
+"""
+import pytest
+
+from harness import assert_serving, assert_state, board, recap
+
+PREFIX = "specdec-wv-"
+BOARDS = [board("wv-1", "nx-01"), board("wv-4", "nx-01")]
+
+
+@pytest.fixture(scope="module")
+def fleet(make_fleet):
+    fleet = make_fleet(PREFIX, BOARDS)
+    fleet.half = fleet.run("playbooks/rollout.yml", rollout_run_id="wave50", rollout_wave_percent=50)
+    fleet.after_half = dict((h, fleet.state(h)) for h in fleet.hosts)
+    fleet.unit_after_half = dict((h, fleet.unit(h)) for h in fleet.hosts)
+    fleet.bad = fleet.run("playbooks/rollout.yml", rollout_run_id="wave-bad", rollout_wave_percent=150)
+    fleet.after_bad = dict((h, fleet.state(h)) for h in fleet.hosts)
+    fleet.full = fleet.run("playbooks/rollout.yml", rollout_run_id="wave100", rollout_wave_percent=100)
+    return fleet
+
+
+def test_a_half_wave_rolls_out_the_host_inside_it_and_holds_the_other(fleet):
+    rc, out, dummy = fleet.half
+    assert rc == 0, out[-3000:]
+    assert_state(fleet, "wv-1", "refused")
+    assert_serving(fleet, "wv-1", speculative=False)
+    # wv-4 is held: nothing was written or started on it
+    assert fleet.after_half["wv-4"] is None and fleet.unit_after_half["wv-4"] == ""
+    assert recap(out)["wv-4"]["changed"] == 0, out[-3000:]
+    rows = fleet.report_rows("wave50")
+    assert rows["wv-4"]["status"] == "held" and rows["wv-4"]["decision"] == "held", rows["wv-4"]
+    assert rows["wv-1"]["status"] == "refused"
+    assert "outside the 50 % wave" in out and "above 82 includes it" in out, out[-3000:]
+
+
+def test_an_impossible_percentage_is_refused_before_any_host_changes(fleet):
+    rc, out, dummy = fleet.bad
+    assert rc != 0
+    assert "input.wave_percent: rollout_wave_percent must be an integer from 0 to 100" in out, out[-3000:]
+    assert fleet.after_bad == fleet.after_half
+
+
+def test_the_full_wave_adds_the_held_host_and_leaves_the_converged_one(fleet):
+    rc, out, dummy = fleet.full
+    assert rc == 0, out[-3000:]
+    rows = fleet.report_rows("wave100")
+    assert rows["wv-1"]["status"] == "unchanged", rows["wv-1"]
+    assert rows["wv-4"]["status"] == "refused", rows["wv-4"]
+    assert_state(fleet, "wv-4", "refused")
+    assert_serving(fleet, "wv-4", speculative=False)
