@@ -88,8 +88,7 @@ def _walk_tasks(tasks):
     for task in tasks:
         yield task
         for key in ("block", "rescue", "always"):
-            for inner in _walk_tasks(task.get(key) or []):
-                yield inner
+            yield from _walk_tasks(task.get(key) or [])
 
 
 ROLE_NAMES = _role_names()
@@ -100,12 +99,10 @@ def _strings(value):
         yield value
     elif isinstance(value, dict):
         for item in value.values():
-            for text in _strings(item):
-                yield text
+            yield from _strings(item)
     elif isinstance(value, list):
         for item in value:
-            for text in _strings(item):
-                yield text
+            yield from _strings(item)
 
 
 class _AnyName(dict):
