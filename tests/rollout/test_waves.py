@@ -1,11 +1,22 @@
-"""Staged rollout by waves: rollout_wave_percent rolls out a stable share of the fleet.
+"""Fleets beyond one controller: staged waves, and one report from pull-mode boards.
+
+Waves - rollout_wave_percent rolls out a stable share of the fleet.
 
 Two Orin NX boards with no vLLM unit (a rollout there is quick: speculation is refused by
 the family rule and the baseline is installed). Their buckets (sha256 of the inventory name,
 modulo 100) are wv-1 -> 4 and wv-4 -> 82, so a 50 % wave takes wv-1 and holds wv-4 back,
 untouched; raising the wave to 100 rolls out wv-4 and leaves the converged wv-1 alone. An
 impossible percentage is refused before any host changes.
+
+The pull-mode report (playbooks/pull_report.yml) reuses these boards: wv-4 gets the record of
+its last run in the place and shape a pull-mode run leaves it (under the reports folder of the
+board, as "localhost"); wv-1 has none. The gathered report names wv-4 by its inventory name and
+lists wv-1 as without a record.
 """
+import json
+import os
+import subprocess
+
 import pytest
 
 from harness import assert_serving, assert_state, board, recap
@@ -23,7 +34,20 @@ def fleet(make_fleet):
     fleet.bad = fleet.run("playbooks/rollout.yml", rollout_run_id="wave-bad", rollout_wave_percent=150)
     fleet.after_bad = dict((h, fleet.state(h)) for h in fleet.hosts)
     fleet.full = fleet.run("playbooks/rollout.yml", rollout_run_id="wave100", rollout_wave_percent=100)
+    plant_pull_record(fleet, "wv-4", "wave100", "20261201T020000-pull")
+    fleet.gathered = fleet.run("playbooks/pull_report.yml", pull_report_run_id="gathered")
     return fleet
+
+
+def plant_pull_record(fleet, host, push_run, pull_run):
+    """The host's record of a run, where and as a pull-mode run on the board writes it."""
+    with open(os.path.join(fleet.reports, push_run, "hosts", host + ".json")) as handle:
+        record = json.load(handle)
+    record.update(host="localhost", run_id=pull_run)
+    folder = "/var/lib/jetson-specdec/reports/%s/hosts" % pull_run
+    subprocess.run(["docker", "exec", "-i", fleet.container(host), "sh", "-c",
+                    "mkdir -p %s && cat > %s/localhost.json" % (folder, folder)],
+                   input=json.dumps(record), text=True, check=True, capture_output=True, timeout=60)
 
 
 def test_a_half_wave_rolls_out_the_host_inside_it_and_holds_the_other(fleet):
@@ -55,3 +79,14 @@ def test_the_full_wave_adds_the_held_host_and_leaves_the_converged_one(fleet):
     assert rows["wv-4"]["status"] == "refused", rows["wv-4"]
     assert_state(fleet, "wv-4", "refused")
     assert_serving(fleet, "wv-4", speculative=False)
+
+
+def test_the_pull_mode_report_names_each_board_and_lists_the_one_without_a_record(fleet):
+    rc, out, dummy = fleet.gathered
+    assert rc == 0, out[-3000:]
+    report = fleet.report("gathered")
+    rows = fleet.report_rows("gathered")
+    assert set(rows) == {"wv-4"}, rows
+    assert rows["wv-4"]["status"] == "refused" and rows["wv-4"]["family"] == "orin_nx", rows["wv-4"]
+    assert report["missing_hosts"] == ["wv-1"], report["missing_hosts"]
+    assert "Report: " in out
