@@ -88,6 +88,21 @@ elapsed:
   description: Seconds waited.
   returned: always
   type: float
+serving_gap_s:
+  description:
+    - Seconds the service did not serve across the restart this wait followed - from the moment the old server left
+      the active state (systemd's ActiveExitTimestamp, it stops answering) to the first healthy answer of the new one.
+    - Null without O(service), or when the unit did not restart shortly before or during the wait (first start,
+      unchanged unit).
+  returned: success
+  type: float
+  sample: 41.3
+stopped_at_monotonic:
+  description: When the old server left the active state (seconds of CLOCK_MONOTONIC); names the restart a gap belongs to, so
+    two waits after one restart count it once. Null when RV(serving_gap_s) is.
+  returned: success
+  type: float
+  sample: 86412.305
 cause:
   description: Why the server did not come up (only on failure).
   returned: failure
@@ -110,12 +125,14 @@ from ansible_collections.jetson.specdec.plugins.module_utils.vllm.health import 
     http_get,
     parse_systemctl_show,
     served_models,
+    serving_gap,
     split_url,
     unit_verdict,
 )
 from ansible_collections.jetson.specdec.plugins.module_utils.vllm.failure import classify_failure
 
-SHOW_PROPS = ["ActiveState", "SubState", "NRestarts", "ExecMainStatus", "Result"]
+SHOW_PROPS = ["ActiveState", "SubState", "NRestarts", "ExecMainStatus", "Result", "ActiveExitTimestampMonotonic",
+              "ActiveEnterTimestampMonotonic"]
 
 
 def unit_props(module, service):
@@ -157,6 +174,7 @@ def main():
         module.fail_json(msg=str(exc))
     module.run_command_environ_update = {"LANG": "C", "LC_ALL": "C", "SYSTEMD_PAGER": ""}
     start = time.time()
+    start_mono = time.monotonic()
     deadline = start + max(p["timeout"], 1)
     restarts_at_start = 0
     if p["service"]:
@@ -178,7 +196,11 @@ def main():
                         version = json.loads(vbody).get("version")
                     except (ValueError, AttributeError):
                         version = None
-                module.exit_json(changed=False, models=models, version=version, elapsed=round(time.time() - start, 1))
+                healthy_mono = time.monotonic()
+                gap = serving_gap(unit_props(module, p["service"]), start_mono, healthy_mono) if p["service"] else None
+                module.exit_json(changed=False, models=models, version=version, elapsed=round(time.time() - start, 1),
+                                 serving_gap_s=gap and gap["seconds"],
+                                 stopped_at_monotonic=gap and gap["stopped_at_monotonic"])
             last = "/v1/models answered %s: %s" % (status, (body or "")[:200])
         else:
             last = "/health answered %s" % (status if status is not None else body)

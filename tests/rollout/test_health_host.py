@@ -55,6 +55,12 @@ def test_rollout_on_a_lan_address_benchmarks_both_arms_and_decides(fleet):
     state = assert_state(fleet, HOST, status)
     assert state["benchmarks"]["baseline"]["runs"] and state["benchmarks"]["candidate"]["runs"]
     assert fleet.report_rows("lan")[HOST]["status"] == status
+    # each restart's serving gap (old server gone -> first healthy answer), read from systemd by vllm_wait
+    record = [e["record"] for e in fleet.report("lan")["hosts"] if e["row"]["host"] == HOST][0]
+    gaps = record["serving_gaps"]
+    assert gaps and all(0 < gap < 900 for gap in gaps), record.get("serving_gaps")
+    with open(os.path.join(fleet.reports, "lan", "report.md")) as handle:
+        assert "**Serving gap**: " in handle.read()
 
 
 def test_the_unit_listens_on_the_lan_address_only(fleet):

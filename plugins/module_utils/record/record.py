@@ -345,11 +345,28 @@ def round_summary(rounds):
     return out
 
 
-def judged(record, verdict, rounds, rung, stored):
+def serving_gaps(waits):
+    """Seconds without service of each restart, once per restart, in order: from vllm_wait
+    results (or the two keys the rollout keeps of them: ``serving_gap_s`` and
+    ``stopped_at_monotonic``; two waits after one restart share the latter)."""
+    seen, out = set(), []
+    for wait in waits or []:
+        gap = wait.get("serving_gap_s") if isinstance(wait, dict) else None
+        if not isinstance(gap, (int, float)) or isinstance(gap, bool):
+            continue
+        if wait.get("stopped_at_monotonic") in seen:
+            continue
+        seen.add(wait.get("stopped_at_monotonic"))
+        out.append(round(float(gap), 1))
+    return out
+
+
+def judged(record, verdict, rounds, rung, stored, waits=None):
     """The verdict is in: kept (the candidate runs) or reverted (the baseline runs).
 
     ``rung`` is the rung that started (None when the ladder ended with speculation off);
-    the record keeps the latest benchmark of each arm.
+    the record keeps the latest benchmark of each arm. ``waits``: the serving gaps of the
+    run's restarts (``serving_gaps``).
     """
     if not isinstance(verdict, dict) or verdict.get("action") not in ("keep", "revert"):
         raise RecordError("the verdict must have action keep or revert, got %r" % (verdict,))
@@ -362,7 +379,8 @@ def judged(record, verdict, rounds, rung, stored):
                rounds=round_summary(rounds),
                baseline=compact_result(last_round(rounds, "baseline")), candidate=candidate,
                spec_decode=(candidate or {}).get("spec_decode"),
-               config_after=(rung or {}).get("label") if kept else "baseline")
+               config_after=(rung or {}).get("label") if kept else "baseline",
+               serving_gaps=serving_gaps(waits))
     return out
 
 

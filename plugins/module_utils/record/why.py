@@ -190,6 +190,17 @@ def roofline(record, concurrency=1):
     return ("at c=%d " % concurrency + ", ".join(parts)) if parts else None
 
 
+def serving_gap(record):
+    """'longest 41.3 s over 3 restarts (41.3, 12.0, 10.5 s)': how long the host did not serve at each
+    restart of the run (from the old server leaving to the new one's first healthy answer), or None."""
+    gaps = [g for g in record.get("serving_gaps") or [] if isinstance(g, (int, float)) and not isinstance(g, bool)]
+    if not gaps:
+        return None
+    if len(gaps) == 1:
+        return "%.1f s at its one restart" % gaps[0]
+    return "longest %.1f s over %d restarts (%s s)" % (max(gaps), len(gaps), ", ".join("%.1f" % g for g in gaps))
+
+
 def explain(record):
     """{why, ladder, evidence, workload, runs_now, warnings, next_step} for one (normalized) record."""
     record = record if isinstance(record, dict) else {}
@@ -220,6 +231,7 @@ def explain(record):
         "workload": workload(record),
         "k_tuning": k_tuning(record),
         "roofline": roofline(record),
+        "serving_gap": serving_gap(record),
         "runs_now": record.get("config_after") or ("unchanged" if status in ("refused", "unchanged", "held", "planned") else "unknown"),
         "warnings": warnings,
         "next_step": _next_step(record, status, decision),

@@ -63,6 +63,29 @@ def parse_systemctl_show(text):
     return props
 
 
+# A restart this recent (before the wait began) is the one the wait follows.
+GAP_START_WINDOW_S = 120.0
+
+
+def serving_gap(props, wait_started_mono, healthy_mono):
+    """Seconds the service did not serve across the restart this wait followed, or None.
+
+    ``props``: ``systemctl show`` with ``ActiveExitTimestampMonotonic`` (the old server left
+    the active state: it stops answering) and ``ActiveEnterTimestampMonotonic`` (the new one
+    started), in microseconds of CLOCK_MONOTONIC, the clock of ``time.monotonic()``. The gap
+    ends at ``healthy_mono``, the first healthy answer. None when the unit did not restart
+    shortly before or during this wait (first start, unchanged unit, or an old restart).
+    """
+    try:
+        left = int(props.get("ActiveExitTimestampMonotonic") or 0) / 1e6
+        entered = int(props.get("ActiveEnterTimestampMonotonic") or 0) / 1e6
+    except ValueError:
+        return None
+    if left <= 0 or entered < left or entered < wait_started_mono - GAP_START_WINDOW_S or healthy_mono < left:
+        return None
+    return {"seconds": round(healthy_mono - left, 1), "stopped_at_monotonic": round(left, 3)}
+
+
 def unit_verdict(props, restarts_at_start, crash_loop_restarts):
     """None while the unit may still come up, else a sentence saying why it will not."""
     state = props.get("ActiveState")

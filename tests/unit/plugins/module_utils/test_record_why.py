@@ -150,3 +150,20 @@ def test_the_roofline_says_how_far_each_arm_is_from_the_bandwidth_limit():
     assert "**Roofline**: at c=1 the baseline decodes at 78%" in md
     no_inputs = dict(_roofline_record(100.0, 50.0), roofline_inputs=None)
     assert explain(normalize(no_inputs))["roofline"] is None
+
+
+def test_the_serving_gaps_of_a_run_are_counted_once_per_restart_and_explained():
+    from ansible_collections.jetson.specdec.plugins.module_utils.record import record as rec
+    waits = [{"serving_gap_s": 12.04, "stopped_at_monotonic": 100.0}, {"serving_gap_s": None, "stopped_at_monotonic": None},
+             {"serving_gap_s": 41.3, "stopped_at_monotonic": 180.5, "models": ["m"]},
+             {"serving_gap_s": 41.3, "stopped_at_monotonic": 180.5},  # the final health check after the same restart
+             {"serving_gap_s": True, "stopped_at_monotonic": 1.0}, {"skipped": True}, "junk"]
+    assert rec.serving_gaps(waits) == [12.0, 41.3]
+    assert explain(normalize({"status": "kept", "serving_gaps": [12.0, 41.3]}))["serving_gap"] == \
+        "longest 41.3 s over 2 restarts (12.0, 41.3 s)"
+    assert explain(normalize({"status": "kept", "serving_gaps": [9.5]}))["serving_gap"] == "9.5 s at its one restart"
+    assert explain(normalize({"status": "refused"}))["serving_gap"] is None
+    from ansible_collections.jetson.specdec.plugins.module_utils.record.report import why_items
+    items = dict(why_items({"record": {"host": "h", "status": "reverted", "serving_gaps": [12.0, 41.3],
+                                       "config_after": "baseline"}}))
+    assert items["Serving gap"] == "longest 41.3 s over 2 restarts (12.0, 41.3 s)" and items["Runs now"] == "baseline"
