@@ -197,8 +197,14 @@ def serving_gap(record):
     if not gaps:
         return None
     if len(gaps) == 1:
-        return "%.1f s at its one restart" % gaps[0]
-    return "longest %.1f s over %d restarts (%s s)" % (max(gaps), len(gaps), ", ".join("%.1f" % g for g in gaps))
+        text = "%.1f s at its one restart that came up" % gaps[0]
+    else:
+        text = "longest %.1f s over %d restarts that came up (%s s)" % (max(gaps), len(gaps), ", ".join("%.1f" % g for g in gaps))
+    failed = [a for a in record.get("attempts") or [] if isinstance(a, dict) and a.get("result") == "failed"]
+    if failed:
+        # a restart that never came up is measured from its last exit only: the outage began at the first failed start
+        text += "; %d failed start%s before that made the outage longer" % (len(failed), "" if len(failed) == 1 else "s")
+    return text
 
 
 def explain(record):

@@ -160,10 +160,13 @@ def test_the_serving_gaps_of_a_run_are_counted_once_per_restart_and_explained():
              {"serving_gap_s": True, "stopped_at_monotonic": 1.0}, {"skipped": True}, "junk"]
     assert rec.serving_gaps(waits) == [12.0, 41.3]
     assert explain(normalize({"status": "kept", "serving_gaps": [12.0, 41.3]}))["serving_gap"] == \
-        "longest 41.3 s over 2 restarts (12.0, 41.3 s)"
-    assert explain(normalize({"status": "kept", "serving_gaps": [9.5]}))["serving_gap"] == "9.5 s at its one restart"
+        "longest 41.3 s over 2 restarts that came up (12.0, 41.3 s)"
+    assert explain(normalize({"status": "kept", "serving_gaps": [9.5]}))["serving_gap"] == "9.5 s at its one restart that came up"
     assert explain(normalize({"status": "refused"}))["serving_gap"] is None
+    ladder = {"status": "reverted", "serving_gaps": [24.1], "attempts": [{"result": "failed"}, {"result": "failed"}]}
+    assert explain(normalize(ladder))["serving_gap"] == \
+        "24.1 s at its one restart that came up; 2 failed starts before that made the outage longer"
     from ansible_collections.jetson.specdec.plugins.module_utils.record.report import why_items
     items = dict(why_items({"record": {"host": "h", "status": "reverted", "serving_gaps": [12.0, 41.3],
                                        "config_after": "baseline"}}))
-    assert items["Serving gap"] == "longest 41.3 s over 2 restarts (12.0, 41.3 s)" and items["Runs now"] == "baseline"
+    assert items["Serving gap"] == "longest 41.3 s over 2 restarts that came up (12.0, 41.3 s)" and items["Runs now"] == "baseline"
