@@ -158,4 +158,7 @@ def test_connections_dropping_mid_benchmark(fleet):
     assert_state(fleet, host, state["status"])
     assert_serving(fleet, host, speculative=state["status"] == "kept")
     row = fleet.report_rows("drop")[host]
-    assert row["decision"] in ("keep", "revert"), row
+    # The benchmark survived the drop and the verdict ran. On a loaded machine the evidence can stay
+    # inside the noise within the budget: inconclusive, reverted (seen once with three test suites at once).
+    assert row["decision"] in ("keep", "marginal", "revert", "inconclusive"), row
+    assert row["action"] == ("keep" if state["status"] == "kept" else "revert"), row
