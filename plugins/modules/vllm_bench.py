@@ -158,6 +158,21 @@ options:
   dest:
     description: Also write the result as JSON to this path on the host running the module.
     type: path
+  sample_conditions:
+    description:
+      - Read the board's conditions (power mode, GPU and EMC clocks, temperatures, free memory; see
+        RV(conditions)) before the first request and after each concurrency level, so a verdict can set
+        aside a round measured under other clocks than its counterpart. Read-only sysfs reads, no command.
+    type: bool
+    default: true
+    version_added: 0.2.0
+  conditions_root:
+    description:
+      - Root the condition files are read under. Keep C(/) on a real board; a simulated board's sysroot
+        (as for M(jetson.specdec.jetson_facts)'s O(jetson.specdec.jetson_facts#module:root)) otherwise.
+    type: path
+    default: /
+    version_added: 0.2.0
 """
 
 EXAMPLES = r"""
@@ -286,6 +301,18 @@ workload:
   returned: success
   type: dict
   version_added: 0.2.0
+conditions:
+  description:
+    - The board's conditions read before the first request (C(when=before)) and after each level
+      (C(when=after concurrency N)); absent with O(sample_conditions=false). Sources a board lacks are null.
+    - C(power_mode) (C(id), C(name)), C(maxn); C(gpu) (devfreq C(node), C(cur_hz), C(min_hz), C(max_hz),
+      C(governor)); C(clocks_pinned) (the GPU's floor is its ceiling, as C(jetson_clocks) sets it);
+      C(throttled) (a pinned GPU running below its maximum); C(emc); C(thermal_c) (zone type to degrees C);
+      C(max_temp_c); C(mem_available_bytes).
+  returned: success
+  type: list
+  elements: dict
+  version_added: 0.2.0
 bench_warnings:
   description:
     - Benchmark warnings (simulated server, power mode not MAXN, failures, prompt fallback, clamped lengths).
@@ -304,6 +331,8 @@ from ansible_collections.jetson.specdec.plugins.module_utils.bench.datasets impo
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.prompts import output_len_bounds
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.runner import run_benchmark
 from ansible_collections.jetson.specdec.plugins.module_utils.common.atomic import atomic_write_json
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import conditions
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson.files import RootReader
 
 
 def build_module():
@@ -331,6 +360,8 @@ def build_module():
             dataset_format=dict(type="str", default="custom", choices=["custom", "spec_bench", "sharegpt"]),
             dataset_category=dict(type="str"),
             dest=dict(type="path"),
+            sample_conditions=dict(type="bool", default=True),
+            conditions_root=dict(type="path", default="/"),
         ),
         supports_check_mode=True,
     )
@@ -377,6 +408,9 @@ def main():
             module.fail_json(msg=str(exc), changed=False)
     elif p["dataset_category"]:
         module.fail_json(msg="dataset_category needs dataset_path (a spec_bench file)", changed=False)
+    if p["sample_conditions"]:
+        reader = RootReader(p["conditions_root"])
+        cfg["sampler"] = lambda: conditions.sample(reader)
     try:
         result, failure = run_benchmark(cfg)
     except BenchError as exc:

@@ -19,6 +19,7 @@ import tempfile
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
+THROTTLE_FILE = "/var/lib/vllm/jetson-sim-throttle"
 RUN_FLAGS = ["--cap-add", "SYS_ADMIN", "--cgroupns=host", "--security-opt", "seccomp=unconfined",
              "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "--tmpfs", "/run", "--tmpfs", "/run/lock",
              "--network", "none"]
@@ -34,6 +35,10 @@ def prepare(name, board):
     with open(os.path.join(REPO, "tests", "simulator", "profiles", board["profile"] + ".json")) as handle:
         profile = json.load(handle)
     profile.update(board.get("profile_overrides", {}))
+    # The board's GPU clock and temperature files in the sysroot the collection reads
+    # (rollout_facts_root): the sensor daemon writes them, the stand-in tells it of a throttle
+    # through a file in the vLLM unit's writable state directory (vllm_sim/board_sysfs.py).
+    profile.setdefault("throttle_file", THROTTLE_FILE)
     docker("exec", name, "mkdir", "-p", "/opt/jetson-sim/root/usr/local/bin", "/etc/jetson-sim")
     docker("cp", fixture + "/.", "%s:/opt/jetson-sim/root/" % name)
     with tempfile.TemporaryDirectory() as tmp:
@@ -45,6 +50,8 @@ def prepare(name, board):
         docker("cp", os.path.join(tmp, "profile.json"), "%s:/etc/jetson-sim/profile.json" % name)
         docker("cp", os.path.join(tmp, "vllm"), "%s:/opt/jetson-sim/root/usr/local/bin/vllm" % name)
     docker("exec", name, "systemctl", "is-system-running", "--wait", check=False)
+    docker("exec", name, "systemd-run", "--unit=jetson-sim-sensors", "--property=Restart=always",
+           "/opt/vllm-sim/bin/jetson-sim-sensors", "/etc/jetson-sim/profile.json", "/opt/jetson-sim/root")
 
 
 def container_names(fleet):

@@ -40,6 +40,9 @@ DEFAULTS = {
     "prompt_token_ids_range": [10, 500], "power_mode": None, "output_range_ratio": 0.0,
     "ca_path": None, "validate_certs": True,
     "dataset": None,  # a parsed prompt file (bench/datasets.py) instead of synthetic prompts
+    # A callable returning one reading of the board's conditions (jetson/conditions.py), taken
+    # before the round and after each level; None: not sampled.
+    "sampler": None,
 }
 
 
@@ -168,6 +171,7 @@ class Benchmark(object):
         self.cfg.update(dict((k, v) for k, v in cfg.items() if v is not None))
         self.client_cls = client_cls
         self.warnings = []
+        self.conditions = []
         self.prompt_kind = "token_ids"
         self.words = None
         self.seed_counter = 0
@@ -265,6 +269,7 @@ class Benchmark(object):
         if pm and not str(pm).upper().startswith("MAXN"):
             self.warnings.append("power mode is %s; MAXN/MAXN_* preferred for comparable results" % pm)
 
+        self._sample("before")
         old_switch = sys.getswitchinterval()
         sys.setswitchinterval(SWITCH_INTERVAL)
         try:
@@ -286,6 +291,8 @@ class Benchmark(object):
                        "concurrency": list(cfg["concurrency"]), "prompt_kind": self.prompt_kind},
             "warnings": self.warnings,
         }
+        if cfg.get("sampler") is not None:
+            result["conditions"] = self.conditions
         if cfg["dataset"]:
             result["workload"] = bench_datasets.describe(cfg["dataset"])
             result["workload"]["requests_sent"] = self.dataset_used
@@ -297,6 +304,19 @@ class Benchmark(object):
         if not probe["ok"]:
             self.warnings.append("the probe request failed (%s)" % probe.get("reason"))
         return result, self._judge(runs, all_records)
+
+    def _sample(self, when):
+        """One reading of the board's conditions, labelled; a failing sensor read is a warning."""
+        sampler = self.cfg.get("sampler")
+        if sampler is None:
+            return
+        try:
+            reading = dict(sampler())
+        except Exception as exc:  # conditions are evidence about the round, never a reason to fail it
+            self.warnings.append("could not read the board's conditions %s: %s" % (when, exc))
+            return
+        reading["when"] = when
+        self.conditions.append(reading)
 
     def _category_acceptance(self):
         """Acceptance per category of a file that has categories, or None.
@@ -342,6 +362,7 @@ class Benchmark(object):
             run = summarize_level(conc, records, duration)
             run["spec_decode"] = bp.finish_spec_decode(raw)
             run["requests"] = request_evidence(records, t_level)
+            self._sample("after concurrency %d" % conc)
             runs.append(run)
             all_records.extend(records)
         return runs, total_raw, all_records

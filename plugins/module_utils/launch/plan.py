@@ -215,7 +215,8 @@ VERDICT_VARIABLES = {
     "z": "rollout_noise_z", "drift_prior": "rollout_noise_cv", "round_prompts": "rollout_bench_num_prompts",
     "max_failed_ratio": "rollout_bench_max_failed_ratio", "min_rounds": "rollout_verdict_min_rounds",
     "max_rounds": "rollout_verdict_max_rounds", "max_wall_s": "rollout_verdict_max_wall_s",
-    "restart_s": "rollout_verdict_restart_s",
+    "restart_s": "rollout_verdict_restart_s", "condition_freq_drop": "rollout_verdict_clock_drop",
+    "condition_max_temp_c": "rollout_verdict_max_temp_c",
 }
 
 

@@ -93,10 +93,14 @@ def evidence(verdict, rounds=None):
             continue
     if isinstance(metrics.get("ttft_change"), (int, float)):
         parts.append("TTFT p50 c=%s %s" % (metrics.get("low_concurrency") or "?", _pct(metrics["ttft_change"])))
-    arms = "".join("B" if (r or {}).get("arm") == "baseline" else "C" for r in rounds or [] if isinstance(r, dict))
+    # A round set aside (measured under other board conditions) is marked C* / B*.
+    aside = set(a.get("round") for a in verdict.get("set_aside") or [] if isinstance(a, dict))
+    arms = ["%s%s" % ("B" if r.get("arm") == "baseline" else "C", "*" if i + 1 in aside else "")
+            for i, r in enumerate(r for r in rounds or [] if isinstance(r, dict))]
     restarts = verdict.get("restarts", "?")
     used = "%s rounds%s, %s requests, %s restart%s" % (verdict.get("rounds_used", len(arms) or "?"),
-                                                       " (%s)" % " ".join(arms) if arms else "",
+                                                       " (%s%s)" % (" ".join(arms), "; * set aside" if aside else "")
+                                                       if arms else "",
                                                        verdict.get("requests_used", "?"), restarts,
                                                        "" if restarts == 1 else "s")
     return "; ".join(["; ".join(parts), used]) if parts else used

@@ -21,6 +21,11 @@ Statistics (docs/verdict.md explains them for an operator):
 * The effect is the difference of the arms' mean log values; its interval is
   ``± z`` standard errors.  Rounds interleave B C C B B C ..., so a linear drift
   cancels once both arms have as many rounds.
+* A round measured under other board conditions than the reference (the first
+  round that saw none of these): held clocks lower, a throttle, another power
+  mode, jetson_clocks switched (jetson/conditions.py on the samples vllm_bench
+  took before and during it) is set aside: it costs budget but is not evidence,
+  and its arm is measured again.
 * The skill's rule is applied to the intervals: a comparison whose interval
   lies wholly on one side of its threshold is settled, otherwise open.  When
   every way of resolving the open comparisons leads to the same action the
@@ -36,6 +41,7 @@ __metaclass__ = type
 import itertools
 import math
 
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import conditions
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict import evidence as ev
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import validate
 
@@ -78,8 +84,10 @@ def _rounds_evidence(rounds, p):
                              "<vllm_bench result>}, got %r" % (i + 1, rnd if not isinstance(rnd, dict)
                                                                else sorted(rnd)))
         wall = ev.number(rnd.get("wall_s"), "round %d wall_s" % (i + 1))
+        samples = rnd["result"].get("conditions")
         item = {"arm": rnd["arm"], "levels": {}, "wall_s": wall,
-                "acceptance": ev.acceptance_rate(rnd["result"]), "requests": 0}
+                "acceptance": ev.acceptance_rate(rnd["result"]), "requests": 0,
+                "conditions": [s for s in samples if isinstance(s, dict)] if isinstance(samples, list) else []}
         for c in levels:
             run = ev.find_run(rnd["result"], c)
             where = "round %d (%s) concurrency %d" % (i + 1, rnd["arm"], c)
@@ -88,6 +96,31 @@ def _rounds_evidence(rounds, p):
                 item["requests"] += item["levels"][c]["completed"] + item["levels"][c]["failed"]
         out.append(item)
     return out, levels
+
+
+def _set_aside(rounds, p):
+    """(rounds used as evidence, [{round, arm, reasons}] set aside): each round's condition samples
+    against the reference, the first round whose own samples are consistent (no throttle, no
+    change within it).  Rounds without samples (an older vllm_bench, no sensors) are used."""
+    limits = {"gpu_freq_drop": p["condition_freq_drop"], "emc_freq_drop": p["condition_freq_drop"],
+              "max_temp_c": p["condition_max_temp_c"]}
+    used, aside, reference = [], [], None
+    for i, rnd in enumerate(rounds):
+        samples = rnd["conditions"]
+        if samples:
+            check = conditions.comparable(reference if reference is not None else samples, samples, limits)
+            if not check["comparable"]:
+                aside.append({"round": i + 1, "arm": rnd["arm"], "reasons": check["reasons"]})
+                continue
+            if reference is None:
+                reference = samples
+        used.append(rnd)
+    return used, aside
+
+
+def _aside_sentences(aside):
+    return ["Round %d (%s) is set aside, not evidence: %s." % (a["round"], a["arm"], "; ".join(a["reasons"]))
+            for a in aside]
 
 
 def _unusable(rounds, levels):
@@ -206,14 +239,18 @@ def possible_decisions(tri):
 
 # --------------------------------------------------------------------------- budget and schedule
 
-def next_arm(rounds):
-    """B C C B B C ...: the arm with fewer rounds; on a tie stay on the last arm (no restart)."""
-    if not rounds:
+def next_arm(rounds, last_arm=None):
+    """B C C B B C ...: the arm with fewer rounds; on a tie stay on the last arm (no restart).
+
+    ``rounds`` are the rounds used as evidence; ``last_arm`` the arm of the last round run when
+    that one was set aside (its arm is then short of a round and measured again, without a restart)."""
+    last_arm = last_arm or (rounds[-1]["arm"] if rounds else None)
+    if not last_arm:
         return "baseline"
     counts = dict((arm, sum(1 for r in rounds if r["arm"] == arm)) for arm in ARMS)
     if counts["baseline"] != counts["candidate"]:
         return min(ARMS, key=lambda a: counts[a])
-    return rounds[-1]["arm"]
+    return last_arm
 
 
 def next_prompts(rounds, p):
@@ -233,7 +270,7 @@ def _usage(rounds, p):
             changed = i > 0 and rounds[i - 1]["arm"] != rnd["arm"]
             walls.append(sum(lvl["duration_s"] for lvl in rnd["levels"].values() if lvl)
                          + (p["restart_s"] if changed else 0.0))
-    return {"rounds": len(rounds), "restarts": restarts,
+    return {"rounds": len(rounds), "restarts": restarts, "last_arm": rounds[-1]["arm"] if rounds else None,
             "requests": sum(r["requests"] for r in rounds),
             "requests_by_arm": dict((arm, sum(r["requests"] for r in rounds if r["arm"] == arm)) for arm in ARMS),
             "wall_s": round(math.fsum(walls), 3)}
@@ -241,10 +278,10 @@ def _usage(rounds, p):
 
 def _budget_left(rounds, usage, p, levels):
     """None when one more round fits the budget, else the sentence saying what ran out."""
-    arm = next_arm(rounds)
+    arm = next_arm(rounds, usage["last_arm"])
     more_requests = next_prompts(rounds, p) * len(levels)
     per_request = usage["wall_s"] / usage["requests"] if usage["requests"] else 0.0
-    more_wall = per_request * more_requests + (p["restart_s"] if rounds and rounds[-1]["arm"] != arm else 0.0)
+    more_wall = per_request * more_requests + (p["restart_s"] if usage["last_arm"] not in (None, arm) else 0.0)
     if p["final"]:
         return "final=true: no more rounds will be run"
     if usage["rounds"] >= p["max_rounds"]:
@@ -275,6 +312,7 @@ def _result(decision, action, p, reasons, usage, estimates=None, rounds=None, fl
         "requests_by_arm": usage["requests_by_arm"],
         "restarts": usage["restarts"],
         "wall_s_used": usage["wall_s"],
+        "set_aside": [],
         "metrics": {
             "c1_throughput_gain": None, "c1_tpot_drop": None, "c8_throughput_change": None,
             "acceptance_rate": None, "low_concurrency": p["low_concurrency"],
@@ -286,7 +324,7 @@ def _result(decision, action, p, reasons, usage, estimates=None, rounds=None, fl
         for part in ("point", "low", "high", "round_drift"):
             est[part] = round(est[part], 6)
     if action == "measure_more":
-        out["next_round"] = {"arm": next_arm(rounds), "num_prompts": next_prompts(rounds, p)}
+        out["next_round"] = {"arm": next_arm(rounds, usage["last_arm"]), "num_prompts": next_prompts(rounds, p)}
     if rounds:
         rates = [r["acceptance"] for r in rounds if r["arm"] == "candidate" and r["acceptance"] is not None]
         if rates:
@@ -345,11 +383,22 @@ def _open_sentence(open_names, p):
 def spec_decide(rounds, **params):
     """Decide from ``rounds`` (see the module docstring); bad parameters or data raise ValueError."""
     p = validate(params)
-    data, levels = _rounds_evidence(rounds or [], p)
-    usage = _usage(data, p)
+    everything, levels = _rounds_evidence(rounds or [], p)
+    usage = _usage(everything, p)
+    fails = _failures(everything)
+    # From here on "data" is the evidence: the rounds measured under the reference's conditions.
+    data, aside = _set_aside(everything, p)
+    verdict = _decide(data, aside, usage, fails, levels, p)
+    verdict["set_aside"] = aside
+    if aside:
+        verdict["reasons"][:0] = _aside_sentences(aside)
+    return verdict
+
+
+def _decide(data, aside, usage, fails, levels, p):
+    """spec_decide on the rounds used as evidence (``aside``: how many others ran)."""
     counts = dict((arm, sum(1 for r in data if r["arm"] == arm)) for arm in ARMS)
 
-    fails = _failures(data)
     bad, total = fails["candidate"]
     if total and bad > p["max_failed_ratio"] * total:
         return _result("revert", "revert", p, [
@@ -380,14 +429,15 @@ def spec_decide(rounds, **params):
     tri = _tri_states(est, p)
     open_names, possible = possible_decisions(tri)
     actions = set(p["marginal_action"] if d == "marginal" else d for d in possible)
-    reasons.append("%d rounds (%d baseline, %d candidate), %d requests, %s; per-round drift about "
+    reasons.append("%d rounds (%d baseline, %d candidate%s), %d requests, %s; per-round drift about "
                    "%.1f%%; intervals are %g standard errors wide on each side."
-                   % (usage["rounds"], counts["baseline"], counts["candidate"], usage["requests"],
+                   % (usage["rounds"], counts["baseline"], counts["candidate"],
+                      ", %d set aside" % len(aside) if aside else "", usage["requests"],
                       _count_of(usage["restarts"], "restart"), 100 * est["c1_throughput_gain"]["round_drift"], p["z"]))
     if len(actions) > 1:
         reasons.append("Not settled yet: the interval still straddles %s." % _open_sentence(open_names, p))
         return _continue_or_stop(data, usage, p, levels, reasons, est, open_names)
-    if usage["rounds"] < p["min_rounds"] and not p["final"]:
+    if len(data) < p["min_rounds"] and not p["final"]:
         # Every interval rests on the drift between rounds; until one arm has been measured twice
         # that is only the prior, and a board that wanders 15 % between rounds would be judged on 3 %.
         looks_like = possible.pop() if len(possible) == 1 else "marginal"

@@ -46,6 +46,12 @@ DEFAULTS = {
     "max_failed_ratio": 0.1,
     "final": False,
     "acceptance_advisory": ACCEPTANCE_FOR_HIGHER_K,
+    # Board conditions (a vllm_bench result's "conditions", jetson/conditions.py): a round whose held
+    # GPU or memory clock sat more than this fraction below the reference round's, that saw a
+    # throttle, another power mode or jetson_clocks switched, or (when set) a zone hotter than
+    # condition_max_temp_c, is set aside and measured again.
+    "condition_freq_drop": 0.05,
+    "condition_max_temp_c": None,
 }
 
 # name -> (low, high, low inclusive): the ranges that make sense.
@@ -62,6 +68,7 @@ FRACTIONS = {
     "restart_s": (0.0, 86400.0, True),
     "max_failed_ratio": (0.0, 1.0, True),
     "acceptance_advisory": (0.0, 1.0, True),
+    "condition_freq_drop": (0.0, 1.0, True),
 }
 INTEGERS = {
     "round_prompts": (5, 100000),
@@ -125,6 +132,15 @@ def validate(params):
     for name in INTEGERS:
         p[name] = _int(name, p[name])
     p["final"] = to_bool(p["final"], "final")
+    if p["condition_max_temp_c"] is not None:
+        try:
+            ok = not isinstance(p["condition_max_temp_c"], bool) and 20.0 <= float(p["condition_max_temp_c"]) <= 150.0
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ValueError("spec_decide: condition_max_temp_c must be null (no limit) or degrees C from 20 to 150, "
+                             "got %r" % (p["condition_max_temp_c"],))
+        p["condition_max_temp_c"] = float(p["condition_max_temp_c"])
     if p["min_rounds"] > p["max_rounds"]:
         raise ValueError("spec_decide: min_rounds (%d) must not exceed max_rounds (%d)" % (p["min_rounds"], p["max_rounds"]))
     if p["revert_throughput_gain"] > p["keep_throughput_gain"]:

@@ -66,6 +66,16 @@ def test_thermal_episode_slows_the_steps_inside_it():
     assert sum(during) / len(during) == pytest.approx(2.0 * sum(before) / len(before), rel=0.05)
 
 
+def test_a_request_counted_thermal_episode_starts_with_the_request_after_the_count():
+    # Concurrency 1: request i is admitted alone, so the episode's first slow request is the 11th
+    # however long the first ten took (a count, not model time, fixes where a round is throttled).
+    settings = {"thermal": {"after_requests": 10, "duration_s": 10 ** 6, "slowdown": 3.0}, "seed": 3}
+    slow = tpots(requests(settings, spec=False, n=20, out=16))
+    fast = tpots(requests(None, spec=False, n=20, out=16))
+    assert slow[:10] == pytest.approx(fast[:10])
+    assert slow[10:] == pytest.approx([3.0 * t for t in fast[10:]], rel=0.02)
+
+
 def test_negative_cv_is_refused():
     with pytest.raises(ValueError, match="noise"):
         Noise({"step_jitter_cv": -0.1})

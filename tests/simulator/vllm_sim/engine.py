@@ -179,6 +179,7 @@ class Engine(object):
             req.blocks = min(need, self.free_blocks)
             self.free_blocks -= req.blocks
             req.scheduled = self.clock.now()
+            self.noise.admit()
             req.accept_scale = self.noise.acceptance_scale()
             self.running.append(req)
 

@@ -12,6 +12,15 @@ Settings (profile key ``noise``, all optional, all off by default):
 * ``thermal``: ``{"after_s", "duration_s", "slowdown"}``: a throttling episode,
   steps ``slowdown`` times slower from ``after_s`` for ``duration_s`` model
   seconds after the start (also accepted as the fault ``thermal_throttle``);
+  with ``"after_requests": N`` instead of ``after_s`` the episode begins when
+  the (N+1)th request since the start is admitted.  Model time depends on how
+  well requests batch, which depends on the host's CPU contention; a request
+  count does not, so tests that must throttle one benchmark round and not the
+  one before it count requests; ``"duration_requests": M`` instead of
+  ``duration_s`` ends it when the (N+M+1)th request is admitted.  The noise
+  episode is unseen by the board's sensors (a slowdown nobody explains); the
+  fault ``thermal_throttle`` also shows in the simulated GPU clock and
+  temperature (board_sysfs.py), as a real throttle does;
 * ``seed``: fixed seed (tests); without it every start draws anew, which is
   what makes two runs of one server differ.
 """
@@ -29,6 +38,17 @@ class Noise(object):
         thermal = s.get("thermal") or {}
         self.thermal = (float(thermal.get("after_s", 0.0)), float(thermal.get("duration_s", 0.0)),
                         float(thermal.get("slowdown", 1.0))) if thermal else None
+        # after_requests: the episode's start is unknown until that many requests were admitted.
+        self.thermal_after_requests = (int(thermal["after_requests"])
+                                       if thermal and thermal.get("after_requests") is not None else None)
+        self.thermal_duration_requests = (int(thermal["duration_requests"])
+                                          if thermal and thermal.get("duration_requests") is not None else None)
+        if self.thermal_duration_requests is not None and self.thermal_after_requests is None:
+            raise ValueError("thermal: duration_requests needs after_requests")
+        self.admitted = 0
+        # Called with True when the episode begins and False when it ends (the board's sensors).
+        self.on_throttle = None
+        self._throttled = False
         seed = s.get("seed")
         self.rng = random.Random(seed) if seed is not None else random.Random(random.SystemRandom().getrandbits(64))
         self.model_t = 0.0
@@ -48,13 +68,39 @@ class Noise(object):
                 self.drift = self._draw(self.drift_sigma)
                 self.next_drift_at += self.drift_period
         factor = self.drift * self._draw(self.step_sigma)
-        if self.thermal:
-            after, length, slowdown = self.thermal
-            if after <= self.model_t < after + length:
-                factor *= slowdown
+        if self.throttled():
+            factor *= self.thermal[2]
         out = duration * factor
         self.model_t += out
+        self._notify()
         return out
+
+    def throttled(self):
+        """Whether the thermal episode slows the step about to run."""
+        if not self.thermal:
+            return False
+        after, length, dummy = self.thermal
+        if self.thermal_after_requests is not None:
+            if self.admitted <= self.thermal_after_requests:
+                return False
+            if self.thermal_duration_requests is not None:
+                return self.admitted <= self.thermal_after_requests + self.thermal_duration_requests
+        return after <= self.model_t < after + length
+
+    def admit(self):
+        """Count an admitted request; starts a request-counted thermal episode at its threshold."""
+        self.admitted += 1
+        if self.thermal_after_requests is not None and self.admitted == self.thermal_after_requests + 1:
+            dummy, length, slowdown = self.thermal
+            self.thermal = (self.model_t, length, slowdown)
+        self._notify()
+
+    def _notify(self):
+        now = self.throttled()
+        if now != self._throttled:
+            self._throttled = now
+            if self.on_throttle is not None:
+                self.on_throttle(now)
 
     def acceptance_scale(self):
         """Per-request multiplier of the acceptance probabilities."""

@@ -30,6 +30,10 @@ _DEFAULTS = {
     "faults": {},
     "noise": {},
     "block_size": 16,
+    # Where the stand-in announces a visible throttle to the board's sensor daemon, and the GPU
+    # devfreq node that daemon shows (board_sysfs.py); without a throttle_file nothing is shown.
+    "throttle_file": None,
+    "gpu_devfreq": {},
 }
 _REQUIRED = ("name", "total_memory_bytes", "memory_bandwidth_bytes_per_s",
              "bandwidth_efficiency", "models")

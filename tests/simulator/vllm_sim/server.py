@@ -13,7 +13,7 @@ import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from . import logs
+from . import board_sysfs, logs
 from .engine import Engine, Request
 from .metrics import Metrics
 from .profile import version_tuple
@@ -54,6 +54,9 @@ class SimServer(object):
                              noise=dict(getattr(profile, "noise", None) or {},
                                         **({"thermal": faults["thermal_throttle"]}
                                            if faults.get("thermal_throttle") else {})))
+        # The fault thermal_throttle shows in the board's clock and temperature files; the
+        # profile's noise (a slowdown nobody explains) does not.
+        self.board_sysfs = board_sysfs.attach(profile, self.engine.noise, bool(faults.get("thermal_throttle")))
         stall = faults.get("stall_mid_stream")
         if stall:
             self.engine.stall = (int(stall.get("after_requests", 0)),

@@ -119,3 +119,27 @@ def test_every_run_keeps_its_requests_as_evidence():
                 assert r["tpot_ms"] == pytest.approx(4.0) and r["e2e_ms"] == pytest.approx(20.0)
             else:
                 assert r["e2e_ms"] is None and r["output_tokens"] == 0
+
+
+def test_the_board_is_sampled_before_the_round_and_after_each_level():
+    _ScriptedClient.count = [0]
+    readings = iter([{"gpu": {"cur_hz": 1}}, {"gpu": {"cur_hz": 2}}])
+
+    def sampler():
+        value = next(readings, None)
+        if value is None:
+            raise IOError("sensor gone")
+        return value
+
+    bench = br.Benchmark({"url": "http://127.0.0.1:9", "concurrency": [1, 2], "num_prompts": 2,
+                          "warmup_prompts": 0, "input_len": 8, "output_len": 5, "sampler": sampler},
+                         client_cls=_ScriptedClient)
+    bench.target, bench.model = bc.Target("http://127.0.0.1:9"), "m"
+    bench.input_len, bench.output_len, bench.words = 8, 5, 8
+    bench.deadline = time.perf_counter() + 20
+    bench._sample("before")
+    bench._levels()
+    # a failing read is a warning, never a failed round
+    assert bench.conditions == [{"gpu": {"cur_hz": 1}, "when": "before"},
+                                {"gpu": {"cur_hz": 2}, "when": "after concurrency 1"}]
+    assert bench.warnings == ["could not read the board's conditions after concurrency 2: sensor gone"]

@@ -92,3 +92,18 @@ def test_a_small_drop_is_within_the_limit_and_limits_are_checked():
     assert comparable(a, b, {"gpu_freq_drop": 0.02})["comparable"] is False
     with pytest.raises(ValueError, match="unknown condition limits gpu_drop"):
         comparable(a, b, {"gpu_drop": 0.1})
+
+
+def test_dvfs_clocks_are_not_compared_by_frequency():
+    # Without jetson_clocks the governor idles the GPU low between requests: a reading taken then
+    # is not a slower board, so only held clocks are compared by frequency.
+    dvfs = board("orin-nx-r35-15w-dvfs")
+    assert dvfs["clocks_pinned"] is False
+    idle = copy.deepcopy(dvfs)
+    idle["gpu"]["cur_hz"] = dvfs["gpu"]["cur_hz"] // 4
+    assert comparable(dvfs, idle) == {"comparable": True, "reasons": []}
+    pinned = board("agx-orin-r36-maxn-pinned")
+    slower = copy.deepcopy(pinned)
+    slower["gpu"]["cur_hz"] = pinned["gpu"]["cur_hz"] // 4
+    slower["throttled"] = False
+    assert comparable(pinned, slower)["comparable"] is False

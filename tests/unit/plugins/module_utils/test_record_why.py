@@ -114,6 +114,10 @@ def test_a_sequential_verdict_leads_with_its_conclusion_and_shows_its_intervals_
     assert "**Evidence**" in render_markdown(report) and "<strong>Evidence</strong>" in render_html(report)
     assert explain(normalize({"host": "old", "status": "kept", "verdict": {"decision": "keep"}}))["evidence"] is None
 
+    # a round measured under other board conditions is marked in the evidence line
+    record["verdict"] = dict(verdict, set_aside=[{"round": 2, "arm": "candidate", "reasons": ["the GPU was throttled"]}])
+    assert "3 rounds (B C* C; * set aside)" in explain(normalize(record))["evidence"]
+
 
 def test_the_workload_is_named_with_its_hash_and_acceptance_per_category():
     wl = {"name": "prompts.jsonl", "format": "spec_bench", "count": 3, "sha256": "ab" * 32,

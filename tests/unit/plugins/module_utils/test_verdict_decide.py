@@ -36,8 +36,11 @@ def result(rng, gain=0.0, tpot=0.0, c8=0.0, n=30, cv=0.10, failed=0, acceptance=
     return res
 
 
-def drive(truth, seed=1, cv=0.10, **params):
-    """The rollout's loop: ask, run what next_round says, until an action."""
+def drive(truth, seed=1, cv=0.10, conditions_of=None, **params):
+    """The rollout's loop: ask, run what next_round says, until an action.
+
+    ``conditions_of(round index, arm)``: the board's condition samples of each round (vllm_bench's
+    ``conditions``); None: results without samples."""
     rng = random.Random(seed)
     rounds = []
     while True:
@@ -46,7 +49,10 @@ def drive(truth, seed=1, cv=0.10, **params):
             return out, rounds
         arm = out["next_round"]["arm"]
         eff = truth if arm == "candidate" else {}
-        rounds.append({"arm": arm, "result": result(rng, n=out["next_round"]["num_prompts"], cv=cv, **eff)})
+        res = result(rng, n=out["next_round"]["num_prompts"], cv=cv, **eff)
+        if conditions_of is not None:
+            res["conditions"] = conditions_of(len(rounds), arm)
+        rounds.append({"arm": arm, "result": res})
 
 
 def test_empty_rounds_ask_for_the_baseline_first():
@@ -327,3 +333,75 @@ def test_a_wandering_board_is_not_kept_on_the_prior():
 def test_min_rounds_above_max_rounds_is_refused():
     with pytest.raises(ValueError, match="min_rounds"):
         spec_decide([], min_rounds=10, max_rounds=5)
+
+
+# --------------------------------------------------------------------------- board conditions
+
+HELD = {"power_mode": {"name": "MAXN", "id": 0}, "clocks_pinned": True, "throttled": False,
+        "gpu": {"node": "/sys/class/devfreq/gpu-gpc-0", "cur_hz": 1575000000, "min_hz": 1575000000,
+                "max_hz": 1575000000}, "emc": None, "max_temp_c": 52.0}
+
+
+def board_at(cur_hz=1575000000, mode="MAXN", pinned=True):
+    s = dict(HELD, power_mode={"name": mode, "id": 0}, clocks_pinned=pinned)
+    s["gpu"] = dict(HELD["gpu"], cur_hz=cur_hz, min_hz=1575000000 if pinned else 300000000)
+    s["throttled"] = pinned and cur_hz < 1575000000 * 0.98
+    return s
+
+
+def drive_with_conditions(truth, conditions_of, seed=3, **params):
+    return drive(truth, seed=seed, conditions_of=conditions_of, **params)
+
+
+def test_a_throttled_round_is_set_aside_and_its_arm_measured_again_without_a_restart():
+    truth = {"gain": 0.80, "tpot": -0.45, "c8": 0.20}
+    # the candidate's first round ran at 40 % of its clock: it alone would look like a slower candidate
+    out, rounds = drive_with_conditions(truth, lambda i, arm: [HELD, board_at(630000000) if i == 1 else HELD])
+    assert [r["arm"] for r in rounds][:3] == ["baseline", "candidate", "candidate"]
+    assert out["decision"] == "keep"
+    assert out["set_aside"] == [{"round": 2, "arm": "candidate",
+                                 "reasons": ["GPU frequency dropped 60 % (1575 -> 630 MHz), more than the 5 % allowed",
+                                             "the GPU was throttled (630 MHz under a pinned 1575 MHz)"]}]
+    assert out["reasons"][0].startswith("Round 2 (candidate) is set aside, not evidence: GPU frequency dropped 60 %")
+    assert any(", 1 set aside), " in r for r in out["reasons"])
+    assert out["rounds_used"] == len(rounds)  # the set-aside round still cost its budget
+
+
+def test_a_power_mode_change_sets_the_later_rounds_aside_until_the_budget_says_inconclusive():
+    truth = {"gain": 0.80, "tpot": -0.45, "c8": 0.20}
+    out, rounds = drive_with_conditions(truth, lambda i, arm: [board_at(mode="MAXN" if i == 0 else "MODE_30W")],
+                                        max_rounds=5)
+    assert (out["decision"], out["action"], out["flagged"]) == ("inconclusive", "revert", True)
+    assert [a["round"] for a in out["set_aside"]] == [2, 3, 4, 5]
+    assert "power mode changed (MAXN -> MODE_30W)" in out["set_aside"][0]["reasons"][0]
+    assert any("the round budget is spent" in r for r in out["reasons"])
+
+
+def test_the_reference_is_the_first_round_that_was_steady_within_itself():
+    truth = {"gain": 0.80, "tpot": -0.45, "c8": 0.20}
+    # round 1 throttled half-way: set aside; the baseline is measured again and becomes the reference
+    out, rounds = drive_with_conditions(truth, lambda i, arm: [HELD, board_at(700000000)] if i == 0 else [HELD])
+    assert [r["arm"] for r in rounds][:2] == ["baseline", "baseline"]
+    assert out["set_aside"][0]["round"] == 1 and out["decision"] == "keep"
+
+
+def test_dvfs_boards_and_rounds_without_samples_are_used_as_they_are():
+    truth = {"gain": 0.80, "tpot": -0.45, "c8": 0.20}
+    idle = board_at(300000000, pinned=False)
+    out, dummy = drive_with_conditions(truth, lambda i, arm: [idle, board_at(1200000000, pinned=False)])
+    assert out["decision"] == "keep" and out["set_aside"] == []
+    out, dummy = drive_with_conditions(truth, lambda i, arm: None)
+    assert out["decision"] == "keep" and out["set_aside"] == []
+
+
+def test_a_temperature_limit_is_applied_when_set_and_checked_by_name():
+    truth = {"gain": 0.80, "tpot": -0.45, "c8": 0.20}
+    hot = dict(HELD, max_temp_c=97.5)
+    out, dummy = drive_with_conditions(truth, lambda i, arm: [hot if i == 2 else HELD], condition_max_temp_c=90)
+    assert out["set_aside"][0]["round"] == 3
+    assert "97.5 C, above the 90.0 C limit" in out["set_aside"][0]["reasons"][0]
+    for bad in (5, "hot", True):
+        with pytest.raises(ValueError, match="condition_max_temp_c"):
+            spec_decide([], condition_max_temp_c=bad)
+    with pytest.raises(ValueError, match="condition_freq_drop"):
+        spec_decide([], condition_freq_drop=2)
