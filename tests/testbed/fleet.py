@@ -50,8 +50,10 @@ def prepare(name, board):
         docker("cp", os.path.join(tmp, "profile.json"), "%s:/etc/jetson-sim/profile.json" % name)
         docker("cp", os.path.join(tmp, "vllm"), "%s:/opt/jetson-sim/root/usr/local/bin/vllm" % name)
     docker("exec", name, "systemctl", "is-system-running", "--wait", check=False)
-    docker("exec", name, "systemd-run", "--unit=jetson-sim-sensors", "--property=Restart=always",
-           "/opt/vllm-sim/bin/jetson-sim-sensors", "/etc/jetson-sim/profile.json", "/opt/jetson-sim/root")
+    # Detached from `docker exec`, not a systemd unit: systemd-run needs the container's bus, which
+    # a loaded CI machine had not brought up yet when is-system-running returned (fleets failed to start).
+    docker("exec", "-d", name, "/opt/vllm-sim/bin/jetson-sim-sensors", "/etc/jetson-sim/profile.json",
+           "/opt/jetson-sim/root")
 
 
 def container_names(fleet):
