@@ -137,5 +137,6 @@ def test_stall_mid_stream_bounded_by_max_duration(sim):
     t0 = time.perf_counter()
     failed, res = run_module(vllm_bench.main, _args(url, concurrency=[2], request_timeout=60,
                                                     max_duration=8))
-    assert time.perf_counter() - t0 < 8
+    # the deadline, not the 60 s request timeout, ends the run (a second for a loaded CI runner)
+    assert time.perf_counter() - t0 < 8 + 1.0
     assert failed and "deadline" in res["msg"]
