@@ -317,39 +317,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson.detect import gather
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson import probes
-
-ROOT_BIN_DIRS = ("usr/sbin", "usr/bin", "sbin", "bin", "usr/local/bin")
-
-
-def _finder(module, root, under_root):
-    if not under_root:
-        return lambda name: module.get_bin_path(name, opt_dirs=["/usr/sbin", "/sbin"])
-
-    def find_under_root(name):
-        for directory in ROOT_BIN_DIRS:
-            candidate = os.path.join(root, directory, name)
-            if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-                return candidate
-        return None
-    return find_under_root
-
-
-def make_runner(module, root, probe_commands, probe_under_root, timeout):
-    """Return runner(name, args) -> (rc, out, err) | None, or None when probes are off."""
-    at_host_root = os.path.realpath(root) == "/"
-    if not probe_commands or (not at_host_root and not probe_under_root):
-        return None
-    find = _finder(module, root, not at_host_root)
-    timeout_bin = module.get_bin_path("timeout")
-
-    def run(name, args):
-        path = find(name)
-        if not path:
-            return None
-        command = ([timeout_bin, str(timeout)] if timeout_bin else []) + [path] + list(args)
-        return module.run_command(command, check_rc=False,
-                                  environ_update={"LANG": "C", "LC_ALL": "C"})
-    return run
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson.commands import make_runner
 
 
 def probe_runtime_versions(module, root, facts, run_with_timeout):

@@ -308,7 +308,8 @@ conditions:
     - C(power_mode) (C(id), C(name)), C(maxn); C(gpu) (devfreq C(node), C(cur_hz), C(min_hz), C(max_hz),
       C(governor)); C(clocks_pinned) (the GPU's floor is its ceiling, as C(jetson_clocks) sets it);
       C(throttled) (a pinned GPU running below its maximum); C(emc); C(thermal_c) (zone type to degrees C);
-      C(max_temp_c); C(mem_available_bytes).
+      C(max_temp_c); C(mem_available_bytes); C(gpu_processes) (C(pid), C(name), C(vllm) of every process holding a GPU
+      device node open; null without /proc).
   returned: success
   type: list
   elements: dict

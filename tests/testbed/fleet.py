@@ -44,11 +44,19 @@ def prepare(name, board):
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(tmp, "profile.json"), "w") as handle:
             json.dump(profile, handle, indent=2)
-        with open(os.path.join(tmp, "vllm"), "w") as handle:
-            handle.write('#!/bin/sh\nexec /usr/local/bin/vllm "$@"\n')
-        os.chmod(os.path.join(tmp, "vllm"), 0o755)
+        # The board's own tools under the sysroot, where jetson_facts (probe_under_root) and
+        # jetson_clock_hold (run_under_root) look: the stand-ins act on the sysroot's files.
+        tools = {"usr/local/bin/vllm": 'exec /usr/local/bin/vllm "$@"',
+                 "usr/sbin/nvpmodel": 'exec /opt/vllm-sim/bin/nvpmodel "$@"',
+                 "usr/bin/jetson_clocks": 'exec /opt/vllm-sim/bin/jetson_clocks "$@"'}
+        for rel, line in tools.items():
+            with open(os.path.join(tmp, os.path.basename(rel)), "w") as handle:
+                handle.write("#!/bin/sh\n%s\n" % line)
+            os.chmod(os.path.join(tmp, os.path.basename(rel)), 0o755)
+        docker("exec", name, "mkdir", "-p", "/opt/jetson-sim/root/usr/sbin", "/opt/jetson-sim/root/usr/bin")
         docker("cp", os.path.join(tmp, "profile.json"), "%s:/etc/jetson-sim/profile.json" % name)
-        docker("cp", os.path.join(tmp, "vllm"), "%s:/opt/jetson-sim/root/usr/local/bin/vllm" % name)
+        for rel in tools:
+            docker("cp", os.path.join(tmp, os.path.basename(rel)), "%s:/opt/jetson-sim/root/%s" % (name, rel))
     docker("exec", name, "systemctl", "is-system-running", "--wait", check=False)
     # Detached from `docker exec`, not a systemd unit: systemd-run needs the container's bus, which
     # a loaded CI machine had not brought up yet when is-system-running returned (fleets failed to start).

@@ -350,3 +350,39 @@ def test_rollout_rejected_config_goes_straight_back_to_the_baseline(hosts):
     assert state["last_good"]["kind"] == "baseline"
     argv = rh.cmdline(hosts["names"]["revert"], rh.main_pid(hosts["names"]["revert"]))
     assert rh.arg_value(argv, "--speculative-config") is None, argv
+
+
+@pytest.mark.slow  # a rollout with a k probe: four real vLLM starts and a dozen rounds (~20 min on 2 idle cores)
+def test_rollout_tunes_k_on_the_operators_prompt_file(hosts):
+    """Issue 16 on real vLLM: the operator's prompt file feeds every round, and k is chosen from the
+    per-position acceptance of one probe run, then confirmed by the verdict against the baseline."""
+    prompts = hosts["logs"] / "operator-prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in lane.PROMPTS))
+    run_id = "lane-tune-" + time.strftime("%Y%m%dT%H%M%S")
+    report_dir = hosts["logs"] / "reports"
+    extra = dict(BENCH, rollout_serial=[1], rollout_run_id=run_id, rollout_force=True, rollout_hosts="keep",
+                 rollout_report_dir=str(report_dir), rollout_tune_k=True, rollout_tune_k_max=5,
+                 rollout_bench_dataset=str(prompts), rollout_preexisting_health_timeout=600)
+    t0 = time.monotonic()
+    rc, out = rh.ansible_playbook(hosts["inventory"], ROLLOUT, extra, log=hosts["logs"] / "rollout-tune.log",
+                                  timeout=ROLLOUT_TIMEOUT)
+    assert rc == 0, "\n".join(out.splitlines()[-60:])
+    state = rh.read_json(hosts["names"]["keep"], STATE)
+    tuning = state["info"]["k_tuning"]
+    workload = state["benchmarks"]["candidate"]["workload"]
+    hosts["results"]["rollout:tune_k"] = {"start_s": round(time.monotonic() - t0, 1), "k_tuning": tuning,
+                                          "workload": workload, "status": state["status"]}
+    print("\n[lane] k tuning on real vLLM chose k=%s from a probe at k=%s; predicted c=1 speedup %s; %s"
+          % (tuning["k"], tuning["probe_k"], tuning["predicted_speedup"], state["status"]))
+    assert tuning["probe_k"] == 5 and sorted(tuning["predicted_speedup"], key=int) == ["1", "2", "3", "4", "5"], tuning
+    best = max(tuning["predicted_speedup"].values())
+    assert tuning["predicted_speedup"][str(tuning["k"])] >= best * 0.99, tuning
+    # every round of both arms ran on the operator's file, named with its hash
+    assert workload["name"] == "operator-prompts.jsonl" and workload["count"] == len(lane.PROMPTS), workload
+    assert state["benchmarks"]["baseline"]["workload"]["sha256"] == workload["sha256"]
+    # the prefix draft is the target's own first layer: every drafted token is accepted, so it is kept
+    assert state["status"] == "kept", state["verdict"]["reasons"]
+    argv = rh.cmdline(hosts["names"]["keep"], rh.main_pid(hosts["names"]["keep"]))
+    assert json.loads(rh.arg_value(argv, "--speculative-config"))["num_speculative_tokens"] == tuning["k"], argv
+    report = (report_dir / run_id / "report.md").read_text()
+    assert "**k tuning**: probe at k=5" in report and "operator-prompts.jsonl" in report, report[-3000:]

@@ -18,7 +18,13 @@ Sources (read under a root prefix, so fixtures can stand in for a board):
 * EMC: ``/sys/class/devfreq/bwmgr`` (Thor), else the BPMP debugfs clock
   ``/sys/kernel/debug/bpmp/debug/clk/emc/{rate,max_rate}`` (Orin; root only);
 * temperatures: ``/sys/class/thermal/thermal_zone*/{type,temp}`` (millidegrees C);
-* free memory: ``MemAvailable`` of ``/proc/meminfo``.
+* free memory: ``MemAvailable`` of ``/proc/meminfo``;
+* GPU processes: every process with a GPU device node open (``/proc/<pid>/fd``; Orin's
+  nvgpu nodes ``/dev/nvhost-gpu``, ``/dev/nvhost-ctrl-gpu``, ``/dev/nvgpu/*``, ``/dev/nvmap``;
+  Thor's OpenRM ``/dev/nvidia*``), marked ``vllm`` when its command line names vLLM.  Needs
+  root to see other users' processes, as the rollout runs.  Jetson's nvidia-smi lists no
+  processes on Orin, and tegrastats none at all, so the open device nodes are the one source
+  that works on both.
 
 ``jetson_clocks`` pins the GPU by setting its devfreq ``min_freq`` to ``max_freq``;
 there is no documented throttle flag, so a GPU running below its pinned maximum
@@ -39,6 +45,8 @@ EMC_DEVFREQ = "sys/class/devfreq/bwmgr"
 EMC_DEBUGFS = "sys/kernel/debug/bpmp/debug/clk/emc"
 THERMAL = "sys/class/thermal"
 _ZONE_RE = re.compile(r"^thermal_zone\d+$")
+GPU_NODES = ("/dev/nvhost-gpu", "/dev/nvhost-ctrl-gpu", "/dev/nvgpu/", "/dev/nvmap", "/dev/nvidia")
+MAX_GPU_PROCESSES = 32  # a sample stays small; more than this many GPU processes is its own finding
 # A pinned clock may read a step below its maximum on some releases (DVFS table rounding).
 PINNED_TOLERANCE = 0.02
 
@@ -97,6 +105,41 @@ def read_thermal(reader):
     return temps
 
 
+def read_gpu_processes(reader):
+    """[{pid, name, vllm}] of the processes with a GPU device node open, or None without /proc."""
+    base = reader.path("proc")
+    try:
+        pids = sorted((p for p in os.listdir(base) if p.isdigit()), key=int)
+    except OSError:
+        return None
+    found = []
+    for pid in pids:
+        fd_dir = os.path.join(base, pid, "fd")
+        try:
+            fds = os.listdir(fd_dir)
+        except OSError:  # gone meanwhile, or another user's process without root
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(os.path.join(fd_dir, fd))  # never followed: a device path
+            except OSError:
+                continue
+            if target.startswith(GPU_NODES):
+                cmdline = (reader.read_text("proc/%s/cmdline" % pid) or "").replace("\0", " ")
+                found.append({"pid": int(pid), "name": (reader.read_text("proc/%s/comm" % pid) or "").strip(),
+                              "vllm": "vllm" in cmdline.lower()})
+                break
+        if len(found) >= MAX_GPU_PROCESSES:
+            break
+    return found
+
+
+def _others(samples):
+    """The non-vLLM GPU processes of some samples, as "name (pid N)"."""
+    return set("%s (pid %d)" % (p["name"] or "?", p["pid"]) for s in samples
+               for p in s.get("gpu_processes") or [] if not p.get("vllm"))
+
+
 def is_pinned(gpu):
     """True when jetson_clocks (or anyone) pinned the GPU floor to its ceiling."""
     if not gpu or not gpu.get("max_hz") or gpu.get("min_hz") is None:
@@ -131,6 +174,7 @@ def sample(reader, nvpmodel_query=None):
         "thermal_c": temps,
         "max_temp_c": max(temps.values()) if temps else None,
         "mem_available_bytes": meminfo.get("MemAvailable"),
+        "gpu_processes": read_gpu_processes(reader),
     }
 
 
@@ -177,6 +221,13 @@ def comparable(before, after, limits=None):
         worst = min(int(s["gpu"]["cur_hz"] or 0) for s in throttled)
         pinned = int(throttled[0]["gpu"]["max_hz"] or 0)
         reasons.append("the GPU was throttled (%d MHz under a pinned %d MHz)" % (worst // 1000000, pinned // 1000000))
+    # The served vLLM changes between arms (another process after each restart); anything else
+    # that holds the GPU shares its bandwidth, so a round is compared only under the same company.
+    ref_others, round_others = _others(first), _others(second)
+    if round_others != ref_others:
+        came, went = sorted(round_others - ref_others), sorted(ref_others - round_others)
+        reasons.append("other GPU processes differed (%s): stop other GPU work while benchmarking" % "; ".join(
+            (["came: " + ", ".join(came)] if came else []) + (["gone: " + ", ".join(went)] if went else [])))
     limit_c = lim["max_temp_c"]
     if limit_c is not None:
         hot = [float(s["max_temp_c"]) for s in first + second if s.get("max_temp_c") is not None]

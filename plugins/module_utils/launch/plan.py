@@ -17,6 +17,7 @@ __metaclass__ = type
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.argv import container_argv, native_argv
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import catalog_entry
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import fallback_rungs
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.rules import plan_launch
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import SpecConfigError
@@ -103,6 +104,19 @@ def _arm(host, plan_inputs, argv_opts, runtime, speculation):
             "refusal_message": _refusal_message(host, plan["refusal_text"]), "warnings": plan["warnings"]}
 
 
+def prompt_token_ids_range(catalog, model):
+    """[0, tokenizer vocabulary) of a catalogued target, or None: the ids synthetic prompts are drawn
+    from, the whole base vocabulary as ``vllm bench serve --dataset-name random`` draws them."""
+    try:
+        entry = catalog_entry(catalog or {}, model) or {}
+    except SpecConfigError:  # the rules refuse a bad catalog with their own message
+        return None
+    size = entry.get("tokenizer_vocab_size")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 2:
+        return None
+    return [0, size]
+
+
 def launch_plan(inputs):
     """The ``vllm_server_launch`` fact from the role's variables.
 
@@ -144,6 +158,7 @@ def launch_plan(inputs):
         "model": inputs.get("model"),
         "expected_concurrency": plan_inputs.get("expected_concurrency") or 1,
         "max_model_len": argv_opts.get("max_model_len"),
+        "prompt_token_ids_range": prompt_token_ids_range(inputs.get("catalog"), inputs.get("model")),
         "service_name": service,
         "unit_path": inputs.get("unit_path") or "/etc/systemd/system/%s.service" % service,
         "url": url,
@@ -224,7 +239,8 @@ def rollout_settings(bench, verdict, ttft=None):
     """The rollout's benchmark and verdict settings, checked before any host changes.
 
     ``bench``: output_len, output_range_ratio, concurrency (list), expected_concurrency (the plan's:
-    above the lowest level it is measured too and is the level the keep rule judges). ``verdict``: the
+    above the lowest level it is measured too and is the level the keep rule judges), hold_clocks
+    (rollout_bench_hold_clocks). ``verdict``: the
     rollout_* settings by their spec_decide names; ``ttft``: rollout_ttft_tolerance and
     rollout_ttft_action as {tolerance, action}. Returns ``{"verdict": params, "ttft": ..., "levels": [...]}``
     (every spec_decide parameter, checked; low/high concurrency from the benchmark's levels; the levels
@@ -268,4 +284,4 @@ def rollout_settings(bench, verdict, ttft=None):
         guard = validate_ttft(ttft or {})
     except ValueError as exc:
         raise LaunchPlanError(str(exc))
-    return {"verdict": params, "ttft": guard, "levels": levels}
+    return {"verdict": params, "ttft": guard, "levels": levels, "hold_clocks": bool(bench.get("hold_clocks", False))}

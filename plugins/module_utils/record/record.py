@@ -89,6 +89,8 @@ def from_stored(record, stored, check_mode=False, refusal="", launch=None, setti
     inputs = roofline_inputs(launch)
     if inputs:
         out["roofline_inputs"] = inputs
+    if (settings or {}).get("hold_clocks") and out.get("facts"):
+        out["facts"]["warnings"] = [held_power_mode(w) for w in out["facts"].get("warnings") or []]
     plan_warnings = launch_warnings(launch)
     if plan_warnings:
         out["warnings"] = [w for w in out.get("warnings") or [] if w not in plan_warnings] + plan_warnings
@@ -110,6 +112,14 @@ def from_stored(record, stored, check_mode=False, refusal="", launch=None, setti
                    reasons=["Needs a rollout (%s); the run stopped before this host was rolled out "
                             "(max_fail_percentage) if this record is still here." % reason])
     return out
+
+
+def held_power_mode(warning):
+    """The facts' power-mode warning, told that rollout_bench_hold_clocks measures at MAXN anyway."""
+    if warning.startswith("The power mode is "):
+        return ("%s (rollout_bench_hold_clocks holds MAXN and jetson_clocks while benchmarking and puts "
+                "this mode back afterwards.)" % warning.split(";")[0])
+    return warning
 
 
 def roofline_inputs(launch):
@@ -183,6 +193,8 @@ def dry_run_plan(launch, settings, refusal=""):
         what += "; %s to %s rounds of %s prompts at concurrency %s, at most %s min" % (
             plan["min_rounds"], plan["max_rounds"], plan["round_prompts"], _levels(verdict),
             int(round(float(plan["max_wall_s"] or 0) / 60.0)))
+    if (settings or {}).get("hold_clocks"):
+        what += "; at MAXN with jetson_clocks held, then put back as it was"
     plan["line"] = what
     return plan
 

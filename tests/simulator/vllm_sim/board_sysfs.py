@@ -18,8 +18,12 @@ the sysroot (a real kernel writes /sys, not vLLM):
   ``1 <slowdown>`` / ``0`` when the fault ``thermal_throttle`` begins and ends
   (the profile's noise is a slowdown nobody explains and is not shown);
 * the board's sensor daemon (``bin/jetson-sim-sensors``, root, started by the test
-  bed) holds the clocks (min = cur = max, a cool zone) and mirrors that file into
-  the sysroot within a few milliseconds.
+  bed) holds the clocks (min = cur = max, a cool zone; with ``clocks_pinned: false``
+  in the profile the floor stays at the DVFS minimum, as on a board nobody ran
+  ``jetson_clocks`` on) and mirrors that file into the sysroot within a few milliseconds.
+
+The board's ``nvpmodel`` and ``jetson_clocks`` stand-ins (board_tools.py) change the same
+files the way the real tools do.
 """
 import json
 import os
@@ -29,6 +33,7 @@ import time
 COOL_MILLI_C = 52000
 HOT_MILLI_C = 96500
 POLL_S = 0.05
+GPU_FLOOR_HZ = 306000000  # the lowest clock of an Orin GPU's devfreq table
 
 
 def _write(path, text):
@@ -45,15 +50,18 @@ class BoardSysfs(object):
         self.root = root
         self.node = str(devfreq.get("node") or "sys/class/devfreq/gpu-gpc-0").strip("/")
         self.max_hz = int(devfreq.get("max_hz") or 1575000000)
+        self.min_hz = int(devfreq.get("min_hz") or GPU_FLOOR_HZ)
         self.zone = "sys/class/thermal/thermal_zone0"
 
     def _put(self, rel, text):
         _write(os.path.join(self.root, rel), text)
 
-    def held(self):
-        """jetson_clocks pinned the GPU at its maximum; the board is cool."""
-        for name in ("max_freq", "min_freq", "cur_freq"):
+    def held(self, pinned=True):
+        """The board at start: jetson_clocks pinned the GPU at its maximum (``pinned``), or DVFS
+        may idle it down to the floor (``clocks_pinned: false`` in the profile); the board is cool."""
+        for name in ("max_freq", "cur_freq"):
             self._put(self.node + "/" + name, str(self.max_hz))
+        self._put(self.node + "/min_freq", str(self.max_hz if pinned else min(self.min_hz, self.max_hz)))
         self._put(self.node + "/governor", "nvhost_podgov")
         self._put(self.zone + "/type", "gpu-thermal")
         self._put(self.zone + "/temp", str(COOL_MILLI_C))
@@ -106,7 +114,7 @@ def sensors_main(argv=None):
     with open(args[0]) as handle:
         profile = json.load(handle)
     board = BoardSysfs(args[1], profile.get("gpu_devfreq") or {})
-    board.held()
+    board.held(profile.get("clocks_pinned", True) is not False)
     path = profile.get("throttle_file")
     shown = 1.0
     while path:

@@ -34,6 +34,8 @@ _DEFAULTS = {
     # devfreq node that daemon shows (board_sysfs.py); without a throttle_file nothing is shown.
     "throttle_file": None,
     "gpu_devfreq": {},
+    # false: the board starts with the GPU floor at the DVFS minimum (nobody ran jetson_clocks)
+    "clocks_pinned": True,
 }
 _REQUIRED = ("name", "total_memory_bytes", "memory_bandwidth_bytes_per_s",
              "bandwidth_efficiency", "models")

@@ -107,3 +107,35 @@ def test_dvfs_clocks_are_not_compared_by_frequency():
     slower["gpu"]["cur_hz"] = pinned["gpu"]["cur_hz"] // 4
     slower["throttled"] = False
     assert comparable(pinned, slower)["comparable"] is False
+
+
+def _proc(root, pid, comm, cmdline, nodes):
+    base = root / "proc" / str(pid)
+    (base / "fd").mkdir(parents=True)
+    (base / "comm").write_text(comm + "\n")
+    (base / "cmdline").write_bytes(b"\0".join(part.encode() for part in cmdline) + b"\0")
+    for fd, node in enumerate(nodes):
+        os.symlink(node, str(base / "fd" / str(fd)))
+
+
+def test_gpu_processes_are_the_ones_holding_a_gpu_device_node(tmp_path):
+    _proc(tmp_path, 812, "vllm", ["/opt/vllm/bin/python3", "/opt/vllm/bin/vllm", "serve", "m"], ["/dev/null", "/dev/nvmap"])
+    _proc(tmp_path, 813, "python3", ["VLLM::EngineCore"], ["/dev/nvhost-gpu"])  # vLLM's engine, renamed by setproctitle
+    _proc(tmp_path, 1500, "trainer", ["python3", "train.py"], ["/dev/nvidia0", "/dev/nvidiactl"])
+    _proc(tmp_path, 1600, "sshd", ["sshd"], ["/dev/null", "socket:[123]"])
+    found = sample(RootReader(str(tmp_path)))["gpu_processes"]
+    assert found == [{"pid": 812, "name": "vllm", "vllm": True}, {"pid": 813, "name": "python3", "vllm": True},
+                     {"pid": 1500, "name": "trainer", "vllm": False}]
+    assert sample(RootReader(str(tmp_path / "nowhere")))["gpu_processes"] is None  # no /proc: unknown
+
+
+def test_other_gpu_work_makes_rounds_not_comparable_but_a_restarted_vllm_does_not():
+    base = {"clocks_pinned": True, "gpu_processes": [{"pid": 812, "name": "vllm", "vllm": True}]}
+    restarted = dict(base, gpu_processes=[{"pid": 977, "name": "vllm", "vllm": True}])
+    assert comparable([base], [restarted]) == {"comparable": True, "reasons": []}
+    busy = dict(base, gpu_processes=base["gpu_processes"] + [{"pid": 1500, "name": "trainer", "vllm": False}])
+    assert comparable([base], [busy])["reasons"] == [
+        "other GPU processes differed (came: trainer (pid 1500)): stop other GPU work while benchmarking"]
+    assert comparable([busy], [base])["reasons"] == [
+        "other GPU processes differed (gone: trainer (pid 1500)): stop other GPU work while benchmarking"]
+    assert comparable([busy], [dict(busy)])["comparable"]  # the same company in both rounds

@@ -182,3 +182,13 @@ def test_k_tuning_from_templating_is_a_boolean_and_a_bad_one_names_the_variable(
     assert normalize_plan_inputs({"k": "8"})["k_tuning"] is False and normalize_plan_inputs({"k": "8"})["k"] == 8
     with pytest.raises(LaunchPlanError, match="vllm_server_k_tuning"):
         normalize_plan_inputs({"k_tuning": "maybe"})
+
+
+@pytest.mark.parametrize("model, expected", [
+    ("meta-llama/Llama-3.1-8B-Instruct", [0, 128000]),  # the 256 special tokens above are not drawn
+    ("Qwen/Qwen3-8B", [0, 151643]),  # config.json pads to 151936: rows no text ever produces
+    ("/models/local-tiny", None),  # not catalogued: vllm_bench's own default range
+])
+def test_synthetic_prompts_draw_from_the_targets_tokenizer_vocabulary(model, expected):
+    fact = launch_plan(dict(inputs(), model=model))
+    assert fact["prompt_token_ids_range"] == expected

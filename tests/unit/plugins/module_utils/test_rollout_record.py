@@ -311,3 +311,16 @@ def test_the_plans_headroom_gives_the_roofline_inputs():
     assert out["roofline_inputs"] == {"target_weight_bytes": 16 * 10 ** 9, "draft_weight_bytes": 10 ** 9,
                                       "kv_bytes_per_token": 131072, "k": 5}
     assert "roofline_inputs" not in rec.from_stored(rec.new_record("h", "run", JETSON), stored(True), launch=LAUNCH)
+
+
+def test_a_held_board_plans_the_hold_and_its_power_mode_warning_says_so():
+    facts = dict(JETSON, warnings=["The power mode is 120W (id 1), not MAXN, so benchmarks are not comparable "
+                                   "with MAXN runs; select the MAXN mode with nvpmodel before benchmarking.", "other"])
+    held = dict(SETTINGS, hold_clocks=True)
+    out = rec.from_stored(rec.new_record("h", "run", facts), stored(True), True, "", launch=LAUNCH, settings=held)
+    assert out["plan"]["line"].endswith("at most 240 min; at MAXN with jetson_clocks held, then put back as it was")
+    assert out["facts"]["warnings"] == [
+        "The power mode is 120W (id 1), not MAXN, so benchmarks are not comparable with MAXN runs (rollout_bench_hold_"
+        "clocks holds MAXN and jetson_clocks while benchmarking and puts this mode back afterwards.)", "other"]
+    plain = rec.from_stored(rec.new_record("h", "run", facts), stored(True), True, "", launch=LAUNCH, settings=SETTINGS)
+    assert plain["facts"]["warnings"] == facts["warnings"] and "jetson_clocks" not in plain["plan"]["line"]
