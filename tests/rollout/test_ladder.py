@@ -6,6 +6,8 @@
 - rejected config: vLLM refuses the speculative config with its own words; the host goes
   straight back to the baseline (one attempt, no lower utilization, no other drafter).
 - unknown model: the named draft does not exist; off at once, the record names the problem.
+- gated model: fetching the draft answers 401 (a gated repo, no token); off at once, and the
+  record names the token variable.
 Observable results only: each host's state file (attempts, status) and what it serves.
 """
 import pytest
@@ -15,6 +17,7 @@ from harness import assert_serving, assert_state, board
 PREFIX = "specdec-ld-"
 TARGET = "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16"  # inventories/example/group_vars/all.yml
 MISSING = "acme/missing-llama-draft"
+GATED = "acme/gated-llama-draft"
 VOCAB = ("Target and draft model should have the same vocabulary size. Target model vocab_size=128256. "
          "Draft model vocab_size=151936. Using models with different tokenizers can cause out-of-bounds errors "
          "during speculative decoding.")
@@ -25,6 +28,11 @@ BOARDS = [
     board("ld-missing", "agx-01", hostvars={"vllm_server_model_catalog": {TARGET: dict(
         family="llama3", weight_bytes=5700000000, kv_bytes_per_token=131072, vocab_size=128256, eagle3_heads=[],
         draft_models=[dict(model=MISSING, weight_bytes=500000000, kv_bytes_per_token=32768, vocab_size=128256)])}}),
+    # A catalogued draft behind a gated repo: the download answers 401 without vllm_server_hf_token.
+    board("ld-gated", "agx-01", faults={"gated_repo": True, "when": "speculative"},
+          hostvars={"vllm_server_model_catalog": {TARGET: dict(
+              family="llama3", weight_bytes=5700000000, kv_bytes_per_token=131072, vocab_size=128256, eagle3_heads=[],
+              draft_models=[dict(model=GATED, weight_bytes=500000000, kv_bytes_per_token=32768, vocab_size=128256)])}}),
 ]
 
 
@@ -75,3 +83,13 @@ def test_a_missing_model_ends_at_off_naming_the_download_problem(fleet):
     assert MISSING in tried[0]["next"] and "Invalid repository ID" in tried[0]["next"]
     assert_serving(fleet, "ld-missing", speculative=False)
     assert_state(fleet, "ld-missing", "reverted", "revert")
+
+
+def test_a_gated_model_ends_at_off_naming_the_token(fleet):
+    tried = attempts(fleet, "ld-gated")
+    assert len(tried) == 1, tried
+    assert tried[0]["cause"] == "model_not_found", tried
+    assert "401 Client Error" in tried[0]["next"] or "Cannot access gated repo" in tried[0]["next"], tried[0]["next"]
+    assert GATED in tried[0]["next"] and "vllm_server_hf_token" in tried[0]["next"]
+    assert_serving(fleet, "ld-gated", speculative=False)
+    assert_state(fleet, "ld-gated", "reverted", "revert")

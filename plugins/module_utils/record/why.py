@@ -129,6 +129,22 @@ def workload(record):
     return None
 
 
+def tuned_advisories(record, advisories):
+    """The verdict's advisories after k tuning: "consider raising num_speculative_tokens" is what the
+    tuning already answered (k chosen below the probe), or it names the tuning's own bound."""
+    tuned = record.get("k_tuning") if isinstance(record.get("k_tuning"), dict) else {}
+    if not tuned.get("k") or not tuned.get("probe_k"):
+        return advisories
+    out = []
+    for text in advisories or []:
+        if "consider raising num_speculative_tokens" not in text:
+            out.append(text)
+        elif tuned["k"] >= tuned["probe_k"]:
+            out.append("%s k tuning chose k=%s, its probe's k (rollout_tune_k_max): a larger rollout_tune_k_max "
+                       "may be faster still." % (text.split(":")[0] + ".", tuned["k"]))
+    return out
+
+
 def k_tuning(record):
     """'probe k=8 -> k=4 (predicted 1.21x at k=4; ...)', 'probe k=8 failed: ...', or None."""
     info = record.get("k_tuning") if isinstance(record.get("k_tuning"), dict) else None
@@ -229,7 +245,8 @@ def explain(record):
         why.insert(0, _short(record["error"]))
     warnings = []
     facts = record.get("facts") if isinstance(record.get("facts"), dict) else {}
-    for source in (record.get("warnings"), facts.get("warnings"), verdict.get("warnings"), verdict.get("advisories")):
+    for source in (record.get("warnings"), facts.get("warnings"), verdict.get("warnings"),
+                   tuned_advisories(record, verdict.get("advisories"))):
         for text in source or []:
             if text and _short(text) not in warnings:
                 warnings.append(_short(text))

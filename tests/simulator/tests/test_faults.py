@@ -80,3 +80,15 @@ def test_oom_when_speculative(profile_file):
                        EAGLE_K3], profile_file(faults={"oom_when_speculative": True}))
     assert result.returncode == 1
     assert "torch.OutOfMemoryError: CUDA out of memory." in result.stderr
+
+
+def test_gated_repo_fails_as_the_hub_client_does(profile_file):
+    from vllm_sim.cli import gated_repo_lines
+    result = run_vllm(["serve", LLAMA_W4, "--max-model-len", "4096", "--speculative-config", EAGLE_K3],
+                      profile_file(faults={"gated_repo": True, "when": "speculative"}))
+    assert result.returncode == 1
+    assert "huggingface_hub.errors.GatedRepoError: 401 Client Error." in result.stderr
+    assert "Cannot access gated repo for url " in result.stderr
+    model = json.loads(EAGLE_K3)["model"]
+    assert "Access to model %s is restricted." % model in result.stderr
+    assert gated_repo_lines("acme/x")[-2].endswith("/acme/x/resolve/main/config.json.")

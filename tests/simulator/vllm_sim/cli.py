@@ -137,6 +137,20 @@ def main(argv=None):
         return exc.code
 
 
+def gated_repo_lines(model):
+    """huggingface_hub's GatedRepoError when vLLM fetches a gated model's config without a token.
+
+    The URL starts at HF_ENDPOINT, as the hub client builds it (the test bed has no network;
+    a fleet that uses a mirror sets it)."""
+    endpoint = (os.environ.get("HF_ENDPOINT") or "http://127.0.0.1:9/hf-mirror").rstrip("/")
+    return traceback_lines("huggingface_hub.errors.GatedRepoError: 401 Client Error. (Request ID: Root=1-sim)",
+                           "huggingface_hub/utils/_http.py") + [
+        "",
+        "Cannot access gated repo for url %s/%s/resolve/main/config.json." % (endpoint, model),
+        "Access to model %s is restricted. You must have access to it and be authenticated to access it. "
+        "Please log in." % model]
+
+
 def serve(args):
     try:
         profile = load_profile()
@@ -169,6 +183,8 @@ def serve(args):
     if speculative:
         if faults.get("reject_speculative_config"):
             raise SimExit(1, traceback_lines("ValueError: %s" % faults["reject_speculative_config"]))
+        if faults.get("gated_repo") and args.speculative_config.get("model"):
+            raise SimExit(1, gated_repo_lines(args.speculative_config["model"]))
         spec = specconfig.validate(args.speculative_config, target, profile)
     util = args.gpu_memory_utilization
     if not 0 < util <= 1:

@@ -174,3 +174,20 @@ def test_the_serving_gaps_of_a_run_are_counted_once_per_restart_and_explained():
     items = dict(why_items({"record": {"host": "h", "status": "reverted", "serving_gaps": [12.0, 41.3],
                                        "config_after": "baseline"}}))
     assert items["Serving gap"] == "longest 41.3 s over 2 restarts that came up (12.0, 41.3 s)" and items["Runs now"] == "baseline"
+
+
+@pytest.mark.parametrize("tuned, expected", [
+    (None, ["Draft acceptance rate is 1.00 (> 0.60): consider raising num_speculative_tokens and benchmarking again "
+            "(advisory only)."]),
+    ({"probe_k": 8, "k": 4}, []),  # the tuning already chose k below its probe: nothing to raise
+    ({"probe_k": 5, "k": 5}, ["Draft acceptance rate is 1.00 (> 0.60). k tuning chose k=5, its probe's k "
+                              "(rollout_tune_k_max): a larger rollout_tune_k_max may be faster still."]),
+])
+def test_the_raise_k_advisory_after_k_tuning(tuned, expected):
+    advisory = ("Draft acceptance rate is 1.00 (> 0.60): consider raising num_speculative_tokens and benchmarking "
+                "again (advisory only).")
+    record = {"host": "h", "status": "kept", "verdict": {"action": "keep", "advisories": [advisory, "other"]}}
+    if tuned:
+        record["k_tuning"] = tuned
+    warnings = explain(record)["warnings"]
+    assert [w for w in warnings if w.startswith("Draft acceptance")] == expected and "other" in warnings
