@@ -166,6 +166,13 @@ options:
     type: bool
     default: true
     version_added: 0.2.0
+  progress_path:
+    description:
+      - Write the run's progress to this file (JSON, replaced atomically at most every 2 s and at each step) -
+        the step, the concurrency level, requests done of its total and of the whole run, when it started.
+      - For a benchmark started with C(async) and C(poll=0) and waited for by M(jetson.specdec.vllm_bench_wait),
+        which prints it as it goes. Not written in check mode.
+    type: path
   conditions_root:
     description:
       - Root the condition files are read under. Keep C(/) on a real board; a simulated board's sysroot
@@ -329,6 +336,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.client import BenchError
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.datasets import DatasetError, load_dataset
+from ansible_collections.jetson.specdec.plugins.module_utils.bench.progress import Progress
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.prompts import output_len_bounds
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.runner import run_benchmark
 from ansible_collections.jetson.specdec.plugins.module_utils.common.atomic import atomic_write_json
@@ -363,6 +371,7 @@ def build_module():
             dest=dict(type="path"),
             sample_conditions=dict(type="bool", default=True),
             conditions_root=dict(type="path", default="/"),
+            progress_path=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -412,6 +421,11 @@ def main():
     if p["sample_conditions"]:
         reader = RootReader(p["conditions_root"])
         cfg["sampler"] = lambda: conditions.sample(reader)
+    if p["progress_path"] and not module.check_mode:
+        path = p["progress_path"]
+        cfg["progress"] = Progress(lambda snap: atomic_write_json(path, snap), p["concurrency"], p["num_prompts"],
+                                   p["warmup_prompts"])
+        cfg["progress"].start()
     try:
         result, failure = run_benchmark(cfg)
     except BenchError as exc:

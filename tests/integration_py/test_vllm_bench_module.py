@@ -77,3 +77,24 @@ def test_api_key_is_sent_and_not_logged():
         assert set(srv.httpd.auth) == {"Bearer s3cret"}
     assert not failed
     assert "s3cret" not in json.dumps(res)
+
+
+def test_progress_file_counts_every_request_and_ends_finished(tmp_path):
+    progress = tmp_path / "state" / "bench-progress.json"
+    with FakeVLLM() as srv:
+        failed, res = run_module(vllm_bench.main, _args(srv, progress_path=str(progress)))
+        sent = srv.requests
+    assert not failed, res
+    snap = json.loads(progress.read_text())
+    # the probe, then warmup and measured requests of each level: what the server answered
+    assert snap["finished"] is True and snap["step"] == "finished"
+    assert snap["requests_total"] == 1 + 2 * (4 + 1) == snap["requests_done"]
+    assert snap["requests_done"] <= sent and snap["levels"] == 2 and snap["level"] == 2
+
+
+def test_progress_is_not_written_in_check_mode(tmp_path):
+    progress = tmp_path / "bench-progress.json"
+    with FakeVLLM() as srv:
+        failed, res = run_module(vllm_bench.main, _args(srv, progress_path=str(progress), concurrency=[1],
+                                                        _ansible_check_mode=True))
+    assert not failed and not progress.exists()

@@ -17,6 +17,7 @@ STATE = "/var/lib/jetson-specdec/state.json"
 LOCK = "/var/lib/jetson-specdec/rollout.lock"
 PROM = "/var/lib/node_exporter/textfile_collector/jetson_specdec.prom"
 UNIT = "/etc/systemd/system/vllm.service"
+TRIAL = "/run/systemd/system/vllm.service.d/50-jetson-specdec-trial.conf"
 
 # What the demo gives every host (tests/demo/fleet.json "hostvars").
 with open(os.path.join(REPO, "tests", "demo", "fleet.json")) as _handle:
@@ -135,8 +136,23 @@ class Fleet(object):
     def unit(self, host):
         return self.sh(host, "cat %s 2>/dev/null" % UNIT).stdout
 
+    def running_unit(self, host):
+        """The unit systemd runs: the file under /etc plus its drop-ins (a trial under /run)."""
+        return self.sh(host, "systemctl cat vllm 2>/dev/null").stdout
+
+    def trial(self, host):
+        """The trial drop-in under /run (empty when the host runs its unit's launch)."""
+        return self.sh(host, "cat %s 2>/dev/null" % TRIAL).stdout
+
     def speculative(self, host):
-        return "--speculative-config" in self.unit(host)
+        """Whether the launch systemd runs (the last ExecStart= of unit and drop-ins) speculates."""
+        starts = [line for line in self.running_unit(host).splitlines() if line.startswith("ExecStart=")]
+        return bool(starts) and "--speculative-config" in starts[-1]
+
+    def reboot(self, host):
+        """Restart the board's container: systemd boots again on a fresh /run (a tmpfs), like a power cycle."""
+        subprocess.run(["docker", "restart", "-t", "5", self.container(host)], check=True, capture_output=True,
+                       timeout=180)
 
     def active(self, host):
         return self.sh(host, "systemctl is-active vllm").stdout.strip()
@@ -184,8 +200,12 @@ def recap(output):
 
 
 def assert_serving(fleet, host, speculative):
-    """The host runs its last good config and answers /v1/models."""
-    assert fleet.speculative(host) is speculative, fleet.unit(host)
+    """The host runs its last good config from its unit (no trial left to a reboot) and answers /v1/models."""
+    assert fleet.speculative(host) is speculative, fleet.running_unit(host)
+    assert fleet.trial(host) == "", "a trial drop-in is left on %s: %s" % (host, fleet.trial(host))
+    assert ("--speculative-config" in fleet.unit(host)) is speculative, fleet.unit(host)
+    # what systemd runs is what is on disk (no unit or drop-in changed without a daemon-reload)
+    assert fleet.sh(host, "systemctl show -p NeedDaemonReload --value vllm").stdout.strip() == "no"
     assert fleet.active(host) == "active"
     assert fleet.models(host), "/v1/models does not answer on %s" % host
 

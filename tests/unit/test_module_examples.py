@@ -30,6 +30,7 @@ MAGIC = {
 TASK_KEYWORDS = {
     "name", "register", "when", "vars", "delegate_to", "run_once", "loop", "loop_control", "failed_when",
     "changed_when", "check_mode", "become", "tags", "no_log", "ignore_errors", "notify", "environment",
+    "async", "poll",
 }
 # Keys every module result has.
 COMMON_RETURN = {"changed", "failed", "msg", "skipped", "rc"}
@@ -167,7 +168,8 @@ def _check_examples(module):
             defined.update(args.keys())
         if task.get("register"):
             defined.add(task["register"])
-            if action.startswith(FQCN):
+            # an async task with poll 0 registers the job (ansible_job_id), not the module's result
+            if action.startswith(FQCN) and not task.get("async"):
                 registered[task["register"]] = action[len(FQCN):]
     return problems
 

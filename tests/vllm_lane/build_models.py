@@ -18,6 +18,14 @@ Layout of the output directory (cached by content hash of this file and prompts.
                     target's). Random weights: vLLM loads and runs it, acceptance is ~0.
   draft-othervocab/ a 1-layer Llama with vocab_size 2048 (the target has 1024): the draft vLLM
                     refuses with "Target and draft model should have the same vocabulary size."
+  target-bigram/    a 1-layer Llama (hidden 256) built so that its greedy next token depends on the
+                    last token only: each word of a fixed cycle of BIGRAM_CYCLE words is followed by
+                    the next word of the cycle, any other token by some word of the cycle. What it
+                    will write is known, so a prompt that already holds the cycle is text where the
+                    n-gram proposer shines (every proposal is what the target writes) and a prompt
+                    of the same words in random order is text where it fails.
+  ngram-prompts.jsonl  SpecBench-format prompts for target-bigram, categories "repetitive" (the
+                    cycle written out, then its start again) and "varied" (the same words shuffled).
   build.json        what was built and the simulated acceptance of each draft.
 Every model dir holds the same byte-level BPE tokenizer, trained here on generated text.
 
@@ -56,6 +64,9 @@ EAGLE3_DRAFT_VOCAB = 512
 # would be (2, 3, 3): two of them the same layer, so the fc input would be 2 x hidden, not 3).
 EAGLE3_AUX_LAYERS = [1, 3, 5]
 OTHER_VOCAB = 2048
+BIGRAM_HIDDEN = 256
+BIGRAM_CYCLE = 96
+BIGRAM_PROMPTS = 8
 
 WORDS = (
     "the a an and or but of to in on at by for with from into over under after before "
@@ -265,6 +276,80 @@ def simulated_acceptance(draft, trajs, k: int = NUM_SPECULATIVE_TOKENS) -> dict:
     }
 
 
+def cycle_words(tokenizer, rng) -> list[tuple[str, int]]:
+    """BIGRAM_CYCLE words of WORDS that are one token each after a space, in a seeded order."""
+    seen, out = set(), []
+    for word in WORDS:
+        ids = tokenizer.encode(" " + word, add_special_tokens=False)
+        if len(ids) == 1 and word not in seen:
+            seen.add(word)
+            out.append((word, ids[0]))
+    rng.shuffle(out)
+    if len(out) < BIGRAM_CYCLE:
+        raise SystemExit(f"build_models: only {len(out)} one-token words for a cycle of {BIGRAM_CYCLE}")
+    return out[:BIGRAM_CYCLE]
+
+
+def bigram_target(tokenizer, cycle, out: Path) -> dict:
+    """target-bigram: attention and MLP add nothing, so the logits are lm_head(norm(embedding of the
+    last token)); lm_head's row of each cycle word is the unit embedding of the word before it."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    config = llama_config(tokenizer, 1)
+    config.hidden_size, config.intermediate_size = BIGRAM_HIDDEN, 2 * BIGRAM_HIDDEN
+    config.num_attention_heads = config.num_key_value_heads = 4
+    config.head_dim = BIGRAM_HIDDEN // 4
+    torch.manual_seed(SEED + 31)
+    model = LlamaForCausalLM(config).to(torch.float32).eval()
+    with torch.no_grad():
+        layer = model.model.layers[0]
+        layer.self_attn.o_proj.weight.zero_()
+        layer.mlp.down_proj.weight.zero_()
+        emb = torch.randn(VOCAB, BIGRAM_HIDDEN)
+        model.model.embed_tokens.weight.copy_(emb)
+        model.model.norm.weight.fill_(1.0)
+        unit = emb / emb.norm(dim=1, keepdim=True)
+        head = torch.zeros(VOCAB, BIGRAM_HIDDEN)
+        ids = [i for dummy, i in cycle]
+        for pos, tid in enumerate(ids):
+            head[ids[(pos + 1) % len(ids)]] = 20.0 * unit[tid]
+        model.lm_head.weight.copy_(head)
+    save(model, tokenizer, out)
+    # Check what the construction promises, on the model as saved: each cycle word is followed by
+    # the next, and greedy decoding from any token stays on the cycle.
+    nxt = {ids[p]: ids[(p + 1) % len(ids)] for p in range(len(ids))}
+    with torch.no_grad():
+        logits = model(input_ids=torch.arange(VOCAB).unsqueeze(1)).logits[:, -1]
+    greedy = logits.argmax(-1).tolist()
+    wrong = [t for t in ids if greedy[t] != nxt[t]]
+    off = [t for t in range(VOCAB) if greedy[t] not in nxt]
+    if wrong or off:
+        raise SystemExit(f"build_models: target-bigram breaks its cycle ({len(wrong)} wrong, {len(off)} off)")
+    return {"hidden": BIGRAM_HIDDEN, "cycle": [w for w, dummy in cycle]}
+
+
+def ngram_prompts(tokenizer, cycle, rng, path: Path) -> dict:
+    """SpecBench lines for target-bigram: "repetitive" holds the cycle the target writes, "varied" the
+    same words shuffled (what follows a word in the prompt is then almost never what the target writes)."""
+    words = [w for w, dummy in cycle]
+    lines = []
+    for n in range(BIGRAM_PROMPTS):
+        start = n * len(words) // BIGRAM_PROMPTS
+        rotated = words[start:] + words[:start]
+        text = "Repeat this line: " + " ".join(rotated + rotated[:8])
+        lines.append({"question_id": n, "category": "repetitive", "turns": [text]})
+    for n in range(BIGRAM_PROMPTS):
+        shuffled = [rng.choice(words) for dummy in range(len(words) + 8)]
+        lines.append({"question_id": BIGRAM_PROMPTS + n, "category": "varied",
+                      "turns": ["Repeat this line: " + " ".join(shuffled)]})
+    ids = tokenizer.encode(lines[0]["turns"][0], add_special_tokens=False)
+    if ids[-(len(words) + 8):] != [dict(cycle)[w] for w in words + words[:8]]:
+        raise SystemExit("build_models: the repetitive prompt does not tokenize to the cycle's words")
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return {"lines": len(lines), "tokens_per_prompt": len(ids)}
+
+
 def build(out: Path) -> dict:
     import torch
 
@@ -287,6 +372,10 @@ def build(out: Path) -> dict:
     save(unrelated, tokenizer, out / "draft-unrelated")
     eagle3_head(out / "eagle3-head")
     other_vocab_draft(tokenizer, out / "draft-othervocab")
+    rng = random.Random(SEED + 5)
+    cycle = cycle_words(tokenizer, rng)
+    bigram = bigram_target(tokenizer, cycle, out / "target-bigram")
+    bigram["prompts"] = ngram_prompts(tokenizer, cycle, rng, out / "ngram-prompts.jsonl")
 
     trajs = greedy_trajectories(target, tokenizer)
     sims = {"draft-prefix": simulated_acceptance(prefix, trajs),
@@ -317,6 +406,7 @@ def build(out: Path) -> dict:
         "num_speculative_tokens": NUM_SPECULATIVE_TOKENS,
         "eagle3_head": {"draft_vocab_size": EAGLE3_DRAFT_VOCAB, "aux_layers": EAGLE3_AUX_LAYERS},
         "other_vocab_size": OTHER_VOCAB,
+        "target_bigram": bigram,
         "simulated_acceptance": sims,
         "perturbed_noise_grid": tried,
         "sample_target_output": tokenizer.decode(trajs[0][1][trajs[0][0]:][:40]),

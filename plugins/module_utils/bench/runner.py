@@ -43,6 +43,8 @@ DEFAULTS = {
     # A callable returning one reading of the board's conditions (jetson/conditions.py), taken
     # before the round and after each level; None: not sampled.
     "sampler": None,
+    # A bench/progress.py Progress told of every step and finished request; None: not reported.
+    "progress": None,
 }
 
 
@@ -93,8 +95,10 @@ def scrape_spec(target, timeout, model):
 
 
 def run_pool(target, endpoint, payloads, concurrency, request_timeout, deadline,
-             client_cls=bc.StreamClient):
-    """Send ``payloads`` with ``concurrency`` workers; return (records, duration)."""
+             client_cls=bc.StreamClient, on_done=None):
+    """Send ``payloads`` with ``concurrency`` workers; return (records, duration).
+
+    ``on_done`` (optional) is called with no argument after each request ends, from the worker."""
     n = len(payloads)
     records = [None] * n
     lock = threading.Lock()
@@ -128,6 +132,8 @@ def run_pool(target, endpoint, payloads, concurrency, request_timeout, deadline,
                     records[i] = client.stream(payloads[i], request_timeout, deadline)
                 except Exception as exc:  # a bug must not hang or kill the run
                     records[i] = {"ok": False, "reason": "client_error", "detail": repr(exc)[:300]}
+                if on_done is not None:
+                    on_done()
         finally:
             client.close()
 
@@ -176,6 +182,7 @@ class Benchmark(object):
         self.words = None
         self.seed_counter = 0
         self.dataset_used = 0
+        self.progress = self.cfg["progress"]
         # A fresh salt per run: see bench_prompts.salt_prompts (prefix cache).
         self.salt = random.SystemRandom().getrandbits(31)
 
@@ -237,6 +244,15 @@ class Benchmark(object):
             return client.stream(self._payloads(1)[0][0], self.cfg["request_timeout"], self.deadline)
         finally:
             client.close()
+            self._done()
+
+    def _step(self, step, total, concurrency=None, level=None, extra_total=0):
+        if self.progress is not None:
+            self.progress.step(step, total, concurrency, level, extra_total)
+
+    def _done(self):
+        if self.progress is not None:
+            self.progress.request_done()
 
     def run(self):
         cfg = self.cfg
@@ -273,11 +289,14 @@ class Benchmark(object):
         old_switch = sys.getswitchinterval()
         sys.setswitchinterval(SWITCH_INTERVAL)
         try:
+            self._step("probe", 1)
             probe = self._probe()
             runs, total_raw, all_records = self._levels()
             by_category = self._category_acceptance()
         finally:
             sys.setswitchinterval(old_switch)
+            if self.progress is not None:
+                self.progress.finish()
         result = {
             "runs": runs,
             "spec_decode": bp.finish_spec_decode(total_raw),
@@ -332,8 +351,9 @@ class Benchmark(object):
             if before is None:
                 return None  # speculation off: there is no acceptance to split
             items = groups[category][:CATEGORY_PROMPTS]
+            self._step("categories", len(items), 1, extra_total=len(items))
             records, dummy = run_pool(self.target, self.cfg["endpoint"], self._item_payloads(items)[0], 1,
-                                      self.cfg["request_timeout"], self.deadline, self.client_cls)
+                                      self.cfg["request_timeout"], self.deadline, self.client_cls, self._done)
             after = scrape_spec(self.target, self.deadline - perf_counter(), self.model)
             spec = bp.finish_spec_decode(bp.spec_decode_delta(before, after))
             if spec is not None:
@@ -344,16 +364,18 @@ class Benchmark(object):
     def _levels(self):
         cfg = self.cfg
         runs, total_raw, all_records = [], None, []
-        for conc in cfg["concurrency"]:
+        for index, conc in enumerate(cfg["concurrency"]):
             conc = int(conc)
             if cfg["warmup_prompts"] > 0:
+                self._step("warmup", cfg["warmup_prompts"], conc, index + 1)
                 run_pool(self.target, cfg["endpoint"], self._payloads(cfg["warmup_prompts"])[0], conc,
-                         cfg["request_timeout"], self.deadline, self.client_cls)
+                         cfg["request_timeout"], self.deadline, self.client_cls, self._done)
+            self._step("level", cfg["num_prompts"], conc, index + 1)
             payloads, lengths = self._payloads(cfg["num_prompts"])
             before = scrape_spec(self.target, self.deadline - perf_counter(), self.model)
             t_level = perf_counter()
             records, duration = run_pool(self.target, cfg["endpoint"], payloads, conc,
-                                         cfg["request_timeout"], self.deadline, self.client_cls)
+                                         cfg["request_timeout"], self.deadline, self.client_cls, self._done)
             after = scrape_spec(self.target, self.deadline - perf_counter(), self.model)
             for rec, length in zip(records, lengths):
                 rec["expected_output_tokens"] = length

@@ -1,0 +1,151 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: vllm_bench_wait
+short_description: Wait for a jetson.specdec.vllm_bench run started with async, printing its progress
+version_added: 0.1.0
+author: jetson.specdec contributors (@jetson-specdec)
+description:
+  - Waits for a M(jetson.specdec.vllm_bench) task started with C(async) and C(poll=0), and returns that task's
+    result as its own, so a registered result reads exactly as a synchronous C(vllm_bench) would.
+  - While it waits, prints one line per host at most every O(interval) seconds in the default output, from the
+    progress file the benchmark writes (its O(jetson.specdec.vllm_bench#module:progress_path)) - the step, the
+    concurrency level, the requests done and an estimate of the time left - instead of one silent task for up to
+    the benchmark's C(max_duration), and without the "FAILED - RETRYING" lines of an C(until) loop.
+  - An action plugin polls the host every O(poll) seconds; each poll runs this module once on the host, which
+    reads the job's status file (as M(ansible.builtin.async_status) does) and the progress file, and removes
+    both once the job has finished.
+extends_documentation_fragment:
+  - jetson.specdec.attributes
+attributes:
+  check_mode:
+    support: full
+    details: Reads files only; a job started in check mode is waited for in check mode.
+  action:
+    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
+    support: full
+    details: Runs on the controller as an action plugin that calls this module on the host once per poll.
+options:
+  jid:
+    description: The C(ansible_job_id) the async C(vllm_bench) task registered.
+    type: str
+    required: true
+  progress_path:
+    description: The C(progress_path) given to that C(vllm_bench) task.
+    type: path
+    required: true
+  label:
+    description: What the lines call this benchmark (for example C(baseline) or C(candidate)).
+    type: str
+    default: benchmark
+  interval:
+    description: Seconds between two progress lines of a host. 0 prints none.
+    type: int
+    default: 30
+  poll:
+    description: Seconds between two looks at the host (a finished job is noticed within this); at most O(interval) when that is set.
+    type: int
+    default: 5
+  timeout:
+    description: Seconds to wait in total before the task fails (give the async value of the benchmark task).
+    type: int
+    required: true
+  async_dir:
+    description:
+      - Where Ansible keeps the host's async job files. The action plugin sets it from the shell's C(async_dir)
+        setting, as M(ansible.builtin.async_status) does; there is no need to give it.
+    type: path
+    default: ~/.ansible_async
+notes:
+  - The lines go through Ansible's display, so they appear in the default output of C(ansible-playbook) for
+    each host, prefixed with the host name.
+"""
+
+EXAMPLES = r"""
+- name: Start the benchmark in the background
+  jetson.specdec.vllm_bench:
+    url: http://127.0.0.1:8000
+    concurrency: [1, 8]
+    max_duration: 1800
+    progress_path: /var/lib/jetson-specdec/bench-progress.json
+  async: 1920
+  poll: 0
+  register: bench_job
+
+- name: Wait for it, with a progress line every 30 s
+  jetson.specdec.vllm_bench_wait:
+    jid: "{{ bench_job.ansible_job_id }}"
+    progress_path: /var/lib/jetson-specdec/bench-progress.json
+    label: baseline
+    timeout: 1920
+  register: bench
+"""
+
+RETURN = r"""
+runs:
+  description: The benchmark's result, exactly as M(jetson.specdec.vllm_bench) returns it (its other keys too).
+  returned: success
+  type: list
+  elements: dict
+progress:
+  description: The last progress the benchmark wrote (module call on the host only; the action returns the benchmark's result).
+  returned: always
+  type: dict
+"""
+
+import json
+import os
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+
+def read_json(path):
+    """The file's JSON, or None while it is missing or half written."""
+    try:
+        with open(path) as handle:
+            return json.loads(handle.read())
+    except (IOError, OSError, ValueError):
+        return None
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            jid=dict(type="str", required=True),
+            progress_path=dict(type="path", required=True),
+            label=dict(type="str", default="benchmark"),
+            interval=dict(type="int", default=30),
+            poll=dict(type="int", default=5),
+            timeout=dict(type="int", required=True),
+            # set by the action plugin, as ansible.builtin.async_status gets it
+            async_dir=dict(type="path", default="~/.ansible_async"),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    job_path = os.path.join(p["async_dir"], p["jid"])
+    if not os.path.exists(job_path):
+        module.fail_json(msg="could not find the benchmark job %s (%s): it never started, or another task already "
+                             "collected it" % (p["jid"], job_path), finished=True)
+    job = read_json(job_path)
+    progress = read_json(p["progress_path"])
+    finished = isinstance(job, dict) and "started" not in job
+    if finished:  # collected once: the next job must not read this one's files
+        for path in (job_path, p["progress_path"]):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+    module.exit_json(changed=False, finished=finished, job=job if finished else None, progress=progress,
+                     now=time.time())
+
+
+if __name__ == "__main__":
+    main()
