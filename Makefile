@@ -17,12 +17,12 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 STAGE := tests/stage.sh
 MOLECULE_SCENARIOS ?= facts vllm_server rollout
 
-.PHONY: help venv collection-path unit unit-integration lint sanity testbed molecule molecule-all integration integration-all real-lane real-lane-all lane-prepare release-check test demo demo-down clean
+.PHONY: help venv collection-path unit unit-integration lint sanity testbed molecule molecule-all integration integration-all real-lane real-lane-all lane-prepare release-check getting-started test demo demo-down clean
 
 help:
 	@echo "make demo      run the rollout on an embedded simulated fleet and print the report"
 	@echo "make test      unit + lint + sanity + molecule + real vLLM lane (prints stage times)"
-	@echo "make unit | unit-integration | lint | sanity | molecule | molecule-all | integration | integration-all | real-lane | real-lane-all | release-check | demo-down | clean"
+	@echo "make unit | unit-integration | lint | sanity | molecule | molecule-all | integration | integration-all | real-lane | real-lane-all | release-check | getting-started | demo-down | clean"
 
 $(STAMP): requirements.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -114,6 +114,11 @@ lane-prepare:
 
 release-check: venv
 	bash tests/release/release_check.sh
+
+# docs/getting-started.md followed start to finish on a simulated fleet (~15 min; not part of `make test`).
+getting-started: venv collection-path testbed
+	JETSON_SPECDEC_BOARD_IMAGE=$$(bash tests/testbed/testbed.sh board-image | tail -n1) \
+	  $(BIN)/python tests/getting_started/follow.py
 
 test: venv collection-path
 	@rm -f .cache/stage-times.txt

@@ -170,7 +170,7 @@ options:
     description:
       - Write the run's progress to this file (JSON, replaced atomically at most every 2 s and at each step) -
         the step, the concurrency level, requests done of its total and of the whole run, when it started.
-      - For a benchmark started with C(async) and C(poll=0) and waited for by M(jetson.specdec.vllm_bench_wait),
+      - For a benchmark started with C(async) and C(poll=0) and waited for by M(jetson.specdec.vllm_job_wait),
         which prints it as it goes. Not written in check mode.
     type: path
   conditions_root:

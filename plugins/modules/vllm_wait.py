@@ -44,6 +44,13 @@ options:
     description: How many journal lines to return in RV(journal) on failure (the cause is classified from the whole journal of the start).
     type: int
     default: 60
+  progress_path:
+    description:
+      - Write the wait's progress to this file after every probe (JSON, replaced atomically) - how long it has
+        waited, the unit's state and restarts, the server's last answer.
+      - For a wait started with C(async) and C(poll=0) and waited for by M(jetson.specdec.vllm_job_wait), which
+        prints it as it goes. Not written in check mode.
+    type: path
 """
 
 EXAMPLES = r"""
@@ -130,6 +137,8 @@ from ansible_collections.jetson.specdec.plugins.module_utils.vllm.health import 
     unit_verdict,
 )
 from ansible_collections.jetson.specdec.plugins.module_utils.vllm.failure import classify_failure
+from ansible_collections.jetson.specdec.plugins.module_utils.vllm.start_progress import snapshot
+from ansible_collections.jetson.specdec.plugins.module_utils.common.atomic import atomic_write_json
 
 SHOW_PROPS = ["ActiveState", "SubState", "NRestarts", "ExecMainStatus", "Result", "ActiveExitTimestampMonotonic",
               "ActiveEnterTimestampMonotonic"]
@@ -154,6 +163,14 @@ def journal_since(module, service, since):
     return drop_noise(out.splitlines()) if rc == 0 else []
 
 
+def write_progress(path, snap):
+    """Progress is for the operator's eyes: a failed write never fails the wait."""
+    try:
+        atomic_write_json(path, snap)
+    except (IOError, OSError):
+        pass
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -164,6 +181,7 @@ def main():
             interval=dict(type="int", default=5),
             crash_loop_restarts=dict(type="int", default=3),
             journal_lines=dict(type="int", default=60),
+            progress_path=dict(type="path"),
         ),
         supports_check_mode=True,
     )
@@ -177,12 +195,15 @@ def main():
     start_mono = time.monotonic()
     deadline = start + max(p["timeout"], 1)
     restarts_at_start = 0
-    if p["service"]:
-        try:
-            restarts_at_start = int(unit_props(module, p["service"]).get("NRestarts", "0"))
-        except ValueError:
-            restarts_at_start = 0
+    props = unit_props(module, p["service"]) if p["service"] else {}
+    try:
+        restarts_at_start = int(props.get("NRestarts", "0"))
+    except ValueError:
+        restarts_at_start = 0
     last = "no answer yet"
+    # at once, so that a waiter never reads "no progress yet" while the first probe runs
+    if p["progress_path"] and not module.check_mode:
+        write_progress(p["progress_path"], snapshot(start, time.time(), p["timeout"], last, props, restarts_at_start))
     while True:
         status, body = http_get(p["url"], "/health", timeout=5.0)
         if status == 200:
@@ -205,8 +226,11 @@ def main():
         else:
             last = "/health answered %s" % (status if status is not None else body)
         why = None
+        props = unit_props(module, p["service"]) if p["service"] else {}
         if p["service"]:
-            why = unit_verdict(unit_props(module, p["service"]), restarts_at_start, p["crash_loop_restarts"])
+            why = unit_verdict(props, restarts_at_start, p["crash_loop_restarts"])
+        if p["progress_path"] and not module.check_mode:
+            write_progress(p["progress_path"], snapshot(start, time.time(), p["timeout"], last, props, restarts_at_start))
         if why is None and time.time() + p["interval"] > deadline:
             why = "no healthy answer within %d s (last: %s)" % (p["timeout"], last)
         if why:

@@ -18,3 +18,14 @@ def test_timeout_without_a_service():
     failed, result = run_module(vllm_wait.main, {"url": "http://127.0.0.1:9", "timeout": 2, "interval": 1})
     assert failed and result["cause"] == "health_timeout"
     assert "within 2 s" in result["msg"]
+
+
+def test_a_wait_writes_its_progress_after_every_probe(tmp_path):
+    import json
+    progress = tmp_path / "start-progress.json"
+    failed, result = run_module(vllm_wait.main, {"url": "http://127.0.0.1:9", "timeout": 2, "interval": 1,
+                                                 "progress_path": str(progress)})
+    assert failed and result["cause"] == "health_timeout"
+    snap = json.loads(progress.read_text())
+    assert snap["kind"] == "start" and snap["timeout"] == 2 and snap["last"].startswith("/health answered")
+    assert snap["updated"] >= snap["started"]

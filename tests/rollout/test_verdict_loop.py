@@ -126,9 +126,14 @@ def test_a_round_measured_while_the_board_throttled_is_set_aside_and_measured_ag
     assert verdict["estimates"]["c1_throughput_gain"]["point"] > 0.1, verdict["reasons"]
     assert verdict["action"] == "keep" or verdict["decision"] == "inconclusive", verdict["reasons"]
     assert state["status"] == ("kept" if verdict["action"] == "keep" else "reverted")
+    # The state keeps the conditions of the last candidate round. Usually that round is evidence, at full
+    # clock; when a loaded test host spread the rounds until the budget ended right after a switch, it is
+    # an opening round, throttled and set aside. Either way its samples agree with the verdict about it.
     conditions = state["benchmarks"]["candidate"]["conditions"]
     assert [c["when"] for c in conditions] == ["before", "after concurrency 1", "after concurrency 8"], conditions
-    assert all(c["clocks_pinned"] and not c["throttled"] for c in conditions), conditions
+    last_candidate = max(i + 1 for i, arm in enumerate(arms) if arm == "candidate")
+    throttled = any(c["throttled"] or not c["clocks_pinned"] for c in conditions)
+    assert throttled == (last_candidate in set(a["round"] for a in aside)), (last_candidate, aside, conditions)
     assert_serving(fleet, "lv-throttled", speculative=verdict["action"] == "keep")
     with open(os.path.join(fleet.reports, "loop", "report.md")) as handle:
         assert "(B C* C" in handle.read()

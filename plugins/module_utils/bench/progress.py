@@ -7,7 +7,7 @@ Standard library only.  The runner reports each finished request (``Progress.req
 and each step (``Progress.step``); ``Progress`` keeps the counts and hands a snapshot to its
 ``sink`` (the module writes it to ``progress_path`` atomically) at most every ``every``
 seconds, and at once on a new step.  ``describe`` turns a snapshot into the one line that
-jetson.specdec.vllm_bench_wait prints on the controller.
+jetson.specdec.vllm_job_wait prints on the controller.
 """
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -28,7 +28,7 @@ class Progress(object):
         self.lock = threading.Lock()
         levels = [int(c) for c in levels]
         self.snap = {
-            "version": VERSION, "started": clock(), "updated": None, "step": "starting",
+            "version": VERSION, "kind": "bench", "started": clock(), "updated": None, "step": "starting",
             "concurrency": None, "level": 0, "levels": len(levels),
             "done": 0, "total": 0,
             # every request of the run: the probe, then each level's warmup and measured requests
@@ -85,7 +85,7 @@ def eta_seconds(snap, now):
     return (now - started) * (total - done) / float(done)
 
 
-def _duration(seconds):
+def duration_text(seconds):
     seconds = int(round(seconds))
     if seconds < 60:
         return "%d s" % seconds
@@ -107,6 +107,8 @@ def describe(snap, now, label=None):
     head = "%s: " % label if label else ""
     if not isinstance(snap, dict) or snap.get("version") != VERSION:
         return head + "running (no progress written yet)"
+    if snap.get("kind", "bench") != "bench":
+        return head + "running (progress of another kind: %s)" % snap.get("kind")
     step = snap.get("step") or "starting"
     text = STEP_WORDS.get(step, str(step))
     if snap.get("concurrency") is not None:
@@ -118,11 +120,11 @@ def describe(snap, now, label=None):
     text += "; run %s/%s" % (snap.get("requests_done", 0), snap.get("requests_total", 0))
     started = snap.get("started")
     if started is not None:
-        text += ", %s elapsed" % _duration(max(0.0, now - started))
+        text += ", %s elapsed" % duration_text(max(0.0, now - started))
     eta = eta_seconds(snap, now)
     if eta is not None:
-        text += ", about %s left" % _duration(eta)
+        text += ", about %s left" % duration_text(eta)
     updated = snap.get("updated")
     if updated is not None and now - updated > 60:
-        text += " (no finished request for %s)" % _duration(now - updated)
+        text += " (no finished request for %s)" % duration_text(now - updated)
     return head + text

@@ -7,20 +7,22 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 DOCUMENTATION = r"""
-module: vllm_bench_wait
-short_description: Wait for a jetson.specdec.vllm_bench run started with async, printing its progress
+module: vllm_job_wait
+short_description: Wait for a vllm_bench or vllm_wait task started with async, printing its progress
 version_added: 0.1.0
 author: jetson.specdec contributors (@jetson-specdec)
 description:
-  - Waits for a M(jetson.specdec.vllm_bench) task started with C(async) and C(poll=0), and returns that task's
-    result as its own, so a registered result reads exactly as a synchronous C(vllm_bench) would.
+  - Waits for a M(jetson.specdec.vllm_bench) or M(jetson.specdec.vllm_wait) task started with C(async) and
+    C(poll=0), and returns that task's result as its own, so a registered result reads exactly as the synchronous
+    task's would (a failure too, with its message and cause).
   - While it waits, prints one line per host at most every O(interval) seconds in the default output, from the
-    progress file the benchmark writes (its O(jetson.specdec.vllm_bench#module:progress_path)) - the step, the
-    concurrency level, the requests done and an estimate of the time left - instead of one silent task for up to
-    the benchmark's C(max_duration), and without the "FAILED - RETRYING" lines of an C(until) loop.
-  - An action plugin polls the host every O(poll) seconds; each poll runs this module once on the host, which
-    reads the job's status file (as M(ansible.builtin.async_status) does) and the progress file, and removes
-    both once the job has finished.
+    progress file the job writes (its C(progress_path)) instead of one silent task for up to the job's bound, and
+    without the "FAILED - RETRYING" lines of an C(until) loop. For a benchmark - the step, the concurrency level,
+    the requests done and an estimate of the time left; for a vLLM start - how long it has waited, the unit's
+    state and restarts, and the server's last answer.
+  - An action plugin polls the host; each poll runs this module once on the host, which reads the job's status
+    file (as M(ansible.builtin.async_status) does) and the progress file, and removes both once the job has
+    finished.
 extends_documentation_fragment:
   - jetson.specdec.attributes
 attributes:
@@ -33,17 +35,17 @@ attributes:
     details: Runs on the controller as an action plugin that calls this module on the host once per poll.
 options:
   jid:
-    description: The C(ansible_job_id) the async C(vllm_bench) task registered.
+    description: The C(ansible_job_id) the async task registered.
     type: str
     required: true
   progress_path:
-    description: The C(progress_path) given to that C(vllm_bench) task.
+    description: The C(progress_path) given to that task.
     type: path
     required: true
   label:
-    description: What the lines call this benchmark (for example C(baseline) or C(candidate)).
+    description: What the lines call this job (for example C(baseline), C(candidate) or C(vLLM start)).
     type: str
-    default: benchmark
+    default: job
   interval:
     description: Seconds between two progress lines of a host. 0 prints none.
     type: int
@@ -53,7 +55,7 @@ options:
     type: int
     default: 5
   timeout:
-    description: Seconds to wait in total before the task fails (give the async value of the benchmark task).
+    description: Seconds to wait in total before the task fails (a little more than the async value of the job's task).
     type: int
     required: true
   async_dir:
@@ -79,20 +81,43 @@ EXAMPLES = r"""
   register: bench_job
 
 - name: Wait for it, with a progress line every 30 s
-  jetson.specdec.vllm_bench_wait:
+  jetson.specdec.vllm_job_wait:
     jid: "{{ bench_job.ansible_job_id }}"
     progress_path: /var/lib/jetson-specdec/bench-progress.json
     label: baseline
-    timeout: 1920
+    timeout: 1980
   register: bench
+
+- name: Start waiting for a vLLM start in the background
+  jetson.specdec.vllm_wait:
+    url: http://127.0.0.1:8000
+    service: vllm
+    timeout: 900
+    progress_path: /var/lib/vllm/start-progress.json
+  async: 960
+  poll: 0
+  register: start_job
+
+- name: Wait for the start, with a progress line every 30 s (fails with the cause as vllm_wait does)
+  jetson.specdec.vllm_job_wait:
+    jid: "{{ start_job.ansible_job_id }}"
+    progress_path: /var/lib/vllm/start-progress.json
+    label: vLLM start
+    timeout: 1020
+  register: started
 """
 
 RETURN = r"""
 runs:
-  description: The benchmark's result, exactly as M(jetson.specdec.vllm_bench) returns it (its other keys too).
-  returned: success
+  description: For a benchmark, its result exactly as M(jetson.specdec.vllm_bench) returns it (its other keys too).
+  returned: success of a vllm_bench job
   type: list
   elements: dict
+models:
+  description: For a vLLM start, the served models exactly as M(jetson.specdec.vllm_wait) returns them (its other keys too).
+  returned: success of a vllm_wait job
+  type: list
+  elements: str
 progress:
   description: The last progress the benchmark wrote (module call on the host only; the action returns the benchmark's result).
   returned: always
@@ -120,7 +145,7 @@ def main():
         argument_spec=dict(
             jid=dict(type="str", required=True),
             progress_path=dict(type="path", required=True),
-            label=dict(type="str", default="benchmark"),
+            label=dict(type="str", default="job"),
             interval=dict(type="int", default=30),
             poll=dict(type="int", default=5),
             timeout=dict(type="int", required=True),
@@ -132,7 +157,7 @@ def main():
     p = module.params
     job_path = os.path.join(p["async_dir"], p["jid"])
     if not os.path.exists(job_path):
-        module.fail_json(msg="could not find the benchmark job %s (%s): it never started, or another task already "
+        module.fail_json(msg="could not find the async job %s (%s): it never started, or another task already "
                              "collected it" % (p["jid"], job_path), finished=True)
     job = read_json(job_path)
     progress = read_json(p["progress_path"])
