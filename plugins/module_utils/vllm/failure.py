@@ -56,6 +56,14 @@ def _meaningful(text):
     return "\n".join(line for line in (text or "").splitlines() if not _CHATTER.match(line))
 
 
+# The last-resort words of rejected_speculative_config name no error, only the subject; vLLM's
+# advice at WARNING level mentions it on good starts too ("max_num_scheduled_tokens is set to 2048
+# based on the speculative decoding settings ... or decrease num_speculative_tokens"), so a start
+# that was only slow would read as a rejected config. These words count on other lines only.
+_BROAD = frozenset((r"speculative[-_]config", r"SpeculativeConfig", r"num_speculative_tokens"))
+_WARNING = re.compile(r"^\s*(?:\([^)]*\)\s*)?WARNING\s+\d\d-\d\d \d\d:\d\d:\d\d\b")
+
+
 def classify_failure(log_text):
     """Name the cause of a failed start from its journal text: one of FAILURE_CAUSES."""
     return failure_evidence(log_text)["cause"]
@@ -64,12 +72,14 @@ def classify_failure(log_text):
 def failure_evidence(log_text):
     """{cause, line}: the cause and the first log line that shows it (vLLM's own words), or None."""
     text = _meaningful(log_text)
+    no_warnings = "\n".join(line for line in text.splitlines() if not _WARNING.match(line))
     for cause, patterns in _CAUSES:
         for pattern in patterns:
-            match = re.search(pattern, text)
+            searched = no_warnings if pattern in _BROAD else text
+            match = re.search(pattern, searched)
             if match:
-                start = text.rfind("\n", 0, match.start()) + 1
-                end = text.find("\n", match.end())
-                line = text[start:end if end >= 0 else len(text)].strip()
+                start = searched.rfind("\n", 0, match.start()) + 1
+                end = searched.find("\n", match.end())
+                line = searched[start:end if end >= 0 else len(searched)].strip()
                 return {"cause": cause, "line": line[:500]}
     return {"cause": "unknown", "line": None}

@@ -74,6 +74,23 @@ def test_the_echoed_arguments_do_not_make_every_failure_a_rejected_config():
     assert classify_failure(ARGS_LINE + "\nSegmentation fault (core dumped)") == "unknown"
 
 
+# vLLM 0.32's advice on a good speculative start (seen on the real lane in a start that was only slow).
+ADVICE = ("(APIServer pid=1866) WARNING 12-01 23:31:22 [vllm.py:2276] max_num_scheduled_tokens is set to 2048 based "
+          "on the speculative decoding settings. This may lead to suboptimal performance. Consider increasing "
+          "max_num_batched_tokens to accommodate the additional draft token slots, or decrease num_speculative_tokens")
+
+
+def test_vllms_advice_at_warning_level_is_not_a_rejected_config():
+    # Before: a start that did not answer within the health timeout (a loaded CPU) was reported as
+    # rejected_speculative_config from this warning, and the ladder went straight to speculation off.
+    assert classify_failure(ARGS_LINE + "\n" + ADVICE) == "unknown"
+    # a warning with a specific rejection still counts, and the broad words still count on an error line
+    assert classify_failure(ADVICE + "\n(APIServer pid=1) WARNING 12-01 23:31:22 [x.py:1] Unsupported speculative "
+                            "method: 'foo'") == "rejected_speculative_config"
+    assert classify_failure(ADVICE + "\npydantic_core._pydantic_core.ValidationError: 1 validation error for "
+                            "SpeculativeConfig") == "rejected_speculative_config"
+
+
 def test_a_missing_draft_inside_speculative_config_validation_is_model_not_found():
     # The real journal: the args line, the traceback through create_speculative_config,
     # then the repository error. The draft is missing; the config itself is fine.
