@@ -119,7 +119,7 @@ models:
   type: list
   elements: str
 progress:
-  description: The last progress the benchmark wrote (module call on the host only; the action returns the benchmark's result).
+  description: The last progress the job wrote (the module call on the host only; the action returns the job's own result).
   returned: always
   type: dict
 """
