@@ -9,8 +9,11 @@ loop would print "FAILED - RETRYING" on every poll and nothing about the benchma
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import json
+import posixpath
 import time
 
+from ansible.module_utils.six.moves import shlex_quote
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
@@ -39,6 +42,50 @@ def describe(snap, now, label):
     return bench_progress.describe(snap, now, label)
 
 
+def next_wait(looks, poll, interval, remaining):
+    """Seconds to sleep before look number ``looks + 1``: 1 s, 2 s, 3 s ... up to ``poll``.
+
+    A start on a warm cache or a short benchmark ends in seconds; looking sooner at first notices it
+    within about a second instead of a whole ``poll``, while a 20-minute job still costs one look per
+    ``poll``. Never longer than ``interval`` (a line is due) or the time left before the timeout.
+    """
+    return max(1, min(looks + 1, poll, interval or poll, remaining))
+
+
+# One look at the host is one shell command, no Python there: a poll every few seconds of every
+# host of a rollout would otherwise start an interpreter and unpack a module each time (on the
+# test bed that was a good part of the CPU a rollout used). Markers are lines no JSON file has.
+LOOK = ('j=%(job)s; p=%(progress)s; if [ ! -e "$j" ]; then echo @@missing; exit 0; fi; '
+        'date +%%s; echo @@job; cat -- "$j"; echo; echo @@progress; cat -- "$p" 2>/dev/null; echo')
+
+
+def _json(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None  # missing, empty or half written
+
+
+def parse_look(stdout, now):
+    """The status of one look (LOOK's output): {missing} or {finished, job, progress, now}.
+
+    A job is finished when its file holds a result without async_wrapper's "started" key, exactly
+    as ansible.builtin.async_status decides; ``now`` is the host's clock (progress times are the host's).
+    """
+    text = stdout or ""
+    if text.strip() == "@@missing":
+        return {"missing": True}
+    head, dummy, rest = text.partition("\n@@job\n")
+    job_text, dummy, progress_text = rest.partition("\n@@progress\n")
+    try:
+        now = float(head.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        pass
+    job = _json(job_text)
+    finished = isinstance(job, dict) and "started" not in job
+    return {"finished": finished, "job": job if finished else None, "progress": _json(progress_text), "now": now}
+
+
 class ActionModule(ActionBase):
 
     TRANSFERS_FILES = False
@@ -53,17 +100,25 @@ class ActionModule(ActionBase):
                                            % (args["timeout"], args["poll"], args["interval"]))
             return result
         host = (task_vars or {}).get("inventory_hostname", "?")
-        module_args = dict(args)
         async_dir = args["async_dir"] or self.get_shell_option("async_dir", default="~/.ansible_async")
-        module_args["async_dir"] = self._remote_expand_user(async_dir)
+        async_dir = self._remote_expand_user(async_dir)
+        job_path = posixpath.join(async_dir, args["jid"])
+        paths = {"job": shlex_quote(job_path), "progress": shlex_quote(args["progress_path"])}
         start = last_line = time.time()
+        looks = 0
         while True:
-            status = self._execute_module(module_name="jetson.specdec.vllm_job_wait", module_args=module_args,
-                                          task_vars=task_vars)
+            status = self._look(paths)
             if status.get("failed"):
                 result.update(status)
                 return result
+            if status.get("missing"):
+                result.update(failed=True, finished=True,
+                              msg="could not find the async job %s (%s): it never started, or another task "
+                                  "already collected it" % (args["jid"], job_path))
+                return result
             if status.get("finished"):
+                # collected once: the next job must not read this one's files
+                self._low_level_execute_command("rm -f -- %(job)s %(progress)s" % paths, sudoable=True)
                 job = dict(status.get("job") or {})
                 for key in JOB_KEYS:
                     job.pop(key, None)
@@ -81,5 +136,12 @@ class ActionModule(ActionBase):
                 last_line = now
                 display.display("%s: %s" % (host, describe(status.get("progress"), status.get("now") or now,
                                                            args["label"])))
-            # a line every `interval` needs a look at least that often
-            time.sleep(min(args["poll"], args["interval"] or args["poll"], max(1, args["timeout"] - (now - start))))
+            time.sleep(next_wait(looks, args["poll"], args["interval"], args["timeout"] - (now - start)))
+            looks += 1
+
+    def _look(self, paths):
+        res = self._low_level_execute_command(LOOK % paths, sudoable=True)
+        if res.get("rc") != 0:
+            return {"failed": True, "msg": "vllm_job_wait: could not read the job's files on the host (rc %s): %s"
+                                           % (res.get("rc"), (res.get("stderr") or res.get("stdout") or "").strip()[-500:])}
+        return parse_look(res.get("stdout"), time.time())

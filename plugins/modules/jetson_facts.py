@@ -258,6 +258,14 @@ ansible_facts:
             docker:
               description: Docker answers C(docker info) (with probes) or is installed (without).
               type: bool
+            docker_daemon:
+              description:
+                - C(running) when C(docker info) answered, C(not running) when the Docker CLI is installed and
+                  C(docker info) failed or timed out (the daemon is stopped or hung), C(absent) without a Docker CLI.
+                - Null without probes (I(probe_commands=false), or a I(root) other than C(/) without I(probe_under_root)).
+                - vllm_server refuses the container runtime on a host whose daemon is not running, before any change.
+              type: str
+              choices: [running, not running, absent]
             nvidia_runtime:
               description: Docker lists an nvidia runtime (or daemon.json / nvidia-container-runtime has it).
               type: bool

@@ -20,9 +20,11 @@ description:
     without the "FAILED - RETRYING" lines of an C(until) loop. For a benchmark - the step, the concurrency level,
     the requests done and an estimate of the time left; for a vLLM start - how long it has waited, the unit's
     state and restarts, and the server's last answer.
-  - An action plugin polls the host; each poll runs this module once on the host, which reads the job's status
-    file (as M(ansible.builtin.async_status) does) and the progress file, and removes both once the job has
-    finished.
+  - An action plugin polls the host; each look is one shell command there (C(cat) of the job's status file, as
+    M(ansible.builtin.async_status) reads it, and of the progress file; no Python is started on the host), and
+    both files are removed once the job has finished.
+  - Called without the action plugin (C(ansible -m), a script), this module does one look the same way in Python
+    and returns what it saw (whether the job finished, its result, its progress).
 extends_documentation_fragment:
   - jetson.specdec.attributes
 attributes:
@@ -32,7 +34,7 @@ attributes:
   action:
     description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
     support: full
-    details: Runs on the controller as an action plugin that calls this module on the host once per poll.
+    details: Runs on the controller as an action plugin that looks at the host with one shell command per poll.
 options:
   jid:
     description: The C(ansible_job_id) the async task registered.
@@ -51,7 +53,10 @@ options:
     type: int
     default: 30
   poll:
-    description: Seconds between two looks at the host (a finished job is noticed within this); at most O(interval) when that is set.
+    description:
+      - Seconds between two looks at the host (a finished job is noticed within this); at most O(interval) when that is set.
+      - The first looks come sooner (after 1 s, 2 s, 3 s ... up to O(poll)), so a job that ends in seconds is noticed
+        within about a second.
     type: int
     default: 5
   timeout:

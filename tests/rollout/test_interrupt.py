@@ -15,7 +15,9 @@ import pytest
 from harness import assert_serving, assert_state, board, recap
 
 PREFIX = "specdec-fk-"
-BOARDS = [board("fk-agx", "agx-01")]
+# vLLM takes a few wall seconds to start here (as it takes minutes on a board), so a start is
+# seen waiting: without it the simulator serves before the first look and no progress line is due.
+BOARDS = [board("fk-agx", "agx-01", faults={"startup_delay_s": 4})]
 HOST = "fk-agx"
 
 

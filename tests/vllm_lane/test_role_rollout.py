@@ -46,7 +46,9 @@ BENCH = {
     "rollout_bench_num_prompts": 8,
     "rollout_bench_warmup_prompts": 2,
     "rollout_bench_input_len": 128,
-    "rollout_bench_output_len": 64,
+    # 32 tokens: TPOT from 31 gaps per request; the lane's effects (2x, 0.4x) need no more, and every token
+    # is ~45 ms of a round on 2 cores.
+    "rollout_bench_output_len": 32,
     "rollout_bench_request_timeout": 120,
     "rollout_bench_max_duration": 300,
     # The sequential verdict runs rounds until it is settled; a CPU lane caps it (each round ~1 min).

@@ -111,8 +111,15 @@ def _read_power_mode(reader, probe, is_jetson):
 
 
 def _read_runtime(reader, probe):
-    runtime = {"docker": False, "nvidia_runtime": False, "vllm_version": None, "vllm_images": []}
+    runtime = {"docker": False, "docker_daemon": None, "nvidia_runtime": False, "vllm_version": None,
+               "vllm_images": []}
+    ran_before = len(probe.ran)
     info = probe("docker", ["info"], "the Docker runtime", optional=True)
+    if probe.runner:
+        # "not running": the CLI is there and `docker info` failed or timed out (the daemon is
+        # stopped, hung or refuses us); a container launch would crash-loop on it.
+        runtime["docker_daemon"] = ("running" if info is not None else
+                                    "not running" if len(probe.ran) > ran_before else "absent")
     if info is not None:
         runtimes, dummy = probes.parse_docker_info(info)
         runtime["docker"] = True

@@ -131,6 +131,25 @@ def _check_container_runtime(inp, refusals):
             "&& sudo systemctl restart docker`.")
 
 
+def _check_docker_daemon(inp, refusals):
+    """The unit runs `docker run`: a daemon that does not answer makes every start of it fail."""
+    if inp.get("runtime") != "container":
+        return
+    state = inp.get("docker_daemon")
+    if state == "not running":
+        _refuse(refusals, "runtime.docker_not_running",
+                "The unit runs vLLM with `docker run`, and the Docker daemon on this host does not answer "
+                "(`docker info` failed or timed out; jetson_facts runtime.docker_daemon is 'not running' and its "
+                "warnings quote Docker's error). Starting the unit would crash-loop, so nothing was changed. Fix: "
+                "`sudo systemctl enable --now docker` (see `journalctl -u docker` if it does not stay up), then "
+                "re-run; or serve natively with vllm_server_runtime: native.")
+    elif state == "absent":
+        _refuse(refusals, "runtime.docker_missing",
+                "vllm_server_runtime is container, and this host has no Docker CLI (jetson_facts "
+                "runtime.docker_daemon is 'absent'). Fix: install Docker with the NVIDIA Container Toolkit (part of "
+                "JetPack), or serve natively with vllm_server_runtime: native.")
+
+
 def _check_old_orin(inp, refusals, warnings, method):
     """L4T below r39: a JetPack-matched Jetson vLLM image whose vLLM has the method."""
     image = inp.get("image") if inp.get("runtime") == "container" else None
@@ -182,11 +201,12 @@ def check_runtime(inp, refusals, warnings, speculation, method=None):
     """Append the runtime refusals of this launch; ``method`` is the planned speculative method."""
     family = inp.get("family")
     image = inp.get("image") if inp.get("runtime") == "container" else None
-    _check_container_runtime(inp, refusals)
     if family == "thor" and image and is_orin_image(image):
         _refuse(refusals, "runtime.orin_image_on_thor",
                 "The NVIDIA-AI-IOT Orin image %s must never run on Thor. Fix: use upstream vLLM >= 0.20 "
                 "(vllm/vllm-openai) or a validated native vLLM >= 0.20 on Thor." % image)
+    _check_docker_daemon(inp, refusals)
+    _check_container_runtime(inp, refusals)
     if not speculation:
         return
     if family in ORIN_FAMILIES and inp.get("l4t_major") is None:

@@ -136,6 +136,23 @@ def test_failing_probe_is_a_warning_and_files_still_answer(orin_copy):
     assert facts["runtime"]["nvidia_runtime"] is True  # daemon.json in the tree
 
 
+@pytest.mark.parametrize("docker,state", [
+    ((0, "Server:\n Runtimes: nvidia runc\n", ""), "running"),
+    ((1, "Client: Docker Engine\n",
+      "Cannot connect to the Docker daemon at unix:///var/run/docker.sock. Is the docker daemon running?"),
+     "not running"),
+    ((124, "", ""), "not running"),  # a hung daemon: `docker info` timed out
+    (None, "absent"),  # no docker CLI
+])
+def test_the_docker_daemon_state_is_reported(orin_copy, docker, state):
+    table = {"nvpmodel": (0, "NV Power Mode: MAXN\n0\n", "")}
+    if docker is not None:
+        table["docker"] = docker
+    facts = gather(str(orin_copy), fake_runner(table))
+    assert facts["runtime"]["docker_daemon"] == state
+    assert gather(str(orin_copy))["runtime"]["docker_daemon"] is None  # no probes: unknown, not absent
+
+
 def test_missing_optional_commands_are_quiet(orin_copy):
     facts = gather(str(orin_copy), fake_runner({"nvpmodel": (0, "NV Power Mode: MAXN\n0\n", "")}))
     assert not any("docker" in w or "vllm" in w for w in facts["warnings"])

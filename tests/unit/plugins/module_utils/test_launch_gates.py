@@ -195,6 +195,25 @@ def test_the_container_path_needs_the_nvidia_runtime():
     assert rules(plan_launch(inputs(**native_runtime))) == []
 
 
+@pytest.mark.parametrize("state,rule", [("not running", "runtime.docker_not_running"),
+                                        ("absent", "runtime.docker_missing")])
+def test_the_container_path_needs_a_docker_daemon_that_answers(state, rule):
+    """Refused for the baseline too: the unit's `docker run` would crash-loop, so nothing may change."""
+    over = dict(runtime="container", image="vllm/vllm-openai:v0.20.1", container_runtime="nvidia",
+                nvidia_runtime_present=True)
+    for speculation in (True, False):
+        plan = plan_launch(inputs(docker_daemon=state, speculation=speculation, **over))
+        assert rules(plan) == [rule], (speculation, plan["refusals"])
+    text = message(plan_launch(inputs(docker_daemon=state, **over)), rule)
+    assert "vllm_server_runtime: native" in text and "runtime.docker_daemon" in text
+    if state == "not running":
+        assert "systemctl enable --now docker" in text
+    # running, unknown (no probes), or a native launch: no refusal
+    for fine in ("running", None, "", "None"):
+        assert rules(plan_launch(inputs(docker_daemon=fine, **over))) == []
+    assert rules(plan_launch(inputs(docker_daemon=state))) == []  # native runtime: Docker is not used
+
+
 def test_image_helpers():
     assert split_image("ghcr.io/nvidia-ai-iot/vllm:r36.4-tegra-aarch64-cu126-22.04@sha256:ab") == (
         "ghcr.io/nvidia-ai-iot/vllm", "r36.4-tegra-aarch64-cu126-22.04")

@@ -51,3 +51,29 @@ def test_the_action_describes_a_benchmark_and_a_start_by_their_kind():
              "level": 0, "levels": 2, "done": 0, "total": 1, "requests_done": 0, "requests_total": 21}
     assert describe(bench, 40.0, "baseline").startswith("baseline: probe request: 0/1 requests; run 0/21, 40 s elapsed")
     assert describe(None, 40.0, "baseline") == "baseline: running (no progress written yet)"
+
+
+def test_the_action_looks_soon_at_first_then_every_poll():
+    """A start that ends in 3 s is noticed within about a second; a long job costs one look per poll."""
+    from ansible_collections.jetson.specdec.plugins.action.vllm_job_wait import next_wait
+    assert [next_wait(n, 5, 30, 900) for n in range(8)] == [1, 2, 3, 4, 5, 5, 5, 5]
+    assert [next_wait(n, 5, 2, 900) for n in range(4)] == [1, 2, 2, 2]  # a line every 2 s needs a look as often
+    assert next_wait(6, 5, 0, 900) == 5  # no lines: poll alone
+    assert next_wait(6, 5, 30, 2.5) == 2.5 and next_wait(6, 5, 30, -3) == 1  # never past the timeout, never 0
+
+
+def test_one_look_at_the_host_is_read_as_async_status_reads_a_job():
+    """The action's shell look: the host's clock, the job file (finished without "started"), the progress file."""
+    from ansible_collections.jetson.specdec.plugins.action.vllm_job_wait import parse_look
+    progress = {"version": 1, "kind": "start", "started": 1000.0}
+    running = parse_look('1796000000\n@@job\n{"started": 1, "finished": 0, "ansible_job_id": "1.2"}\n'
+                         '@@progress\n%s\n\n' % json.dumps(progress), 5.0)
+    assert running == {"finished": False, "job": None, "progress": progress, "now": 1796000000.0}
+    done = parse_look('1796000001\n@@job\n{"changed": false, "runs": [{"concurrency": 1}]}\n\n@@progress\n\n', 5.0)
+    assert done["finished"] is True and done["job"] == {"changed": False, "runs": [{"concurrency": 1}]}
+    assert done["progress"] is None  # no progress file (yet, or any more)
+    # a status file half written by async_wrapper is a running job, not a crash
+    half = parse_look('1796000002\n@@job\n{"runs": [\n@@progress\n\n', 5.0)
+    assert half["finished"] is False and half["job"] is None
+    assert parse_look("@@missing\n", 5.0) == {"missing": True}
+    assert parse_look("garbage\n@@job\n\n@@progress\n\n", 7.0)["now"] == 7.0  # no clock: the controller's
