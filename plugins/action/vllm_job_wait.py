@@ -53,8 +53,8 @@ def next_wait(looks, poll, interval, remaining):
 
 
 # One look at the host is one shell command, no Python there: a poll every few seconds of every
-# host of a rollout would otherwise start an interpreter and unpack a module each time (on the
-# test bed that was a good part of the CPU a rollout used). Markers are lines no JSON file has.
+# host of a rollout would otherwise start an interpreter and unpack a module on the board each
+# time. Markers are lines no JSON file has.
 LOOK = ('j=%(job)s; p=%(progress)s; if [ ! -e "$j" ]; then echo @@missing; exit 0; fi; '
         'date +%%s; echo @@job; cat -- "$j"; echo; echo @@progress; cat -- "$p" 2>/dev/null; echo')
 
@@ -73,7 +73,8 @@ def parse_look(stdout, now):
     as ansible.builtin.async_status decides; ``now`` is the host's clock (progress times are the host's).
     """
     text = stdout or ""
-    if text.strip() == "@@missing":
+    lines = text.strip().splitlines()
+    if lines and lines[-1].strip() == "@@missing":  # the last line: a login banner may come first
         return {"missing": True}
     head, dummy, rest = text.partition("\n@@job\n")
     job_text, dummy, progress_text = rest.partition("\n@@progress\n")

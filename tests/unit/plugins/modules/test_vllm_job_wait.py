@@ -76,4 +76,5 @@ def test_one_look_at_the_host_is_read_as_async_status_reads_a_job():
     half = parse_look('1796000002\n@@job\n{"runs": [\n@@progress\n\n', 5.0)
     assert half["finished"] is False and half["job"] is None
     assert parse_look("@@missing\n", 5.0) == {"missing": True}
+    assert parse_look("Last login: today\n@@missing\n", 5.0) == {"missing": True}
     assert parse_look("garbage\n@@job\n\n@@progress\n\n", 7.0)["now"] == 7.0  # no clock: the controller's
