@@ -57,6 +57,13 @@ def next_wait(looks, poll, interval, remaining):
 # time. Markers are lines no JSON file has.
 LOOK = ('j=%(job)s; p=%(progress)s; if [ ! -e "$j" ]; then echo @@missing; exit 0; fi; '
         'date +%%s; echo @@job; cat -- "$j"; echo; echo @@progress; cat -- "$p" 2>/dev/null; echo')
+# A finished job is collected once: the next job must not read this one's files.
+COLLECT = "rm -f -- %(job)s %(progress)s"
+
+
+def look_paths(job_path, progress_path):
+    """LOOK's and COLLECT's substitutions: both paths quoted for the host's shell."""
+    return {"job": shlex_quote(job_path), "progress": shlex_quote(progress_path)}
 
 
 def _json(text):
@@ -104,7 +111,7 @@ class ActionModule(ActionBase):
         async_dir = args["async_dir"] or self.get_shell_option("async_dir", default="~/.ansible_async")
         async_dir = self._remote_expand_user(async_dir)
         job_path = posixpath.join(async_dir, args["jid"])
-        paths = {"job": shlex_quote(job_path), "progress": shlex_quote(args["progress_path"])}
+        paths = look_paths(job_path, args["progress_path"])
         start = last_line = time.time()
         looks = 0
         while True:
@@ -118,8 +125,7 @@ class ActionModule(ActionBase):
                                   "already collected it" % (args["jid"], job_path))
                 return result
             if status.get("finished"):
-                # collected once: the next job must not read this one's files
-                self._low_level_execute_command("rm -f -- %(job)s %(progress)s" % paths, sudoable=True)
+                self._low_level_execute_command(COLLECT % paths, sudoable=True)
                 job = dict(status.get("job") or {})
                 for key in JOB_KEYS:
                     job.pop(key, None)

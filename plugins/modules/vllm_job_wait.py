@@ -23,8 +23,6 @@ description:
   - An action plugin polls the host; each look is one shell command there (C(cat) of the job's status file, as
     M(ansible.builtin.async_status) reads it, and of the progress file; no Python is started on the host), and
     both files are removed once the job has finished.
-  - Called without the action plugin (C(ansible -m), a script), this module does one look the same way in Python
-    and returns what it saw (whether the job finished, its result, its progress).
 extends_documentation_fragment:
   - jetson.specdec.attributes
 attributes:
@@ -124,58 +122,9 @@ models:
   type: list
   elements: str
 progress:
-  description: The last progress the job wrote (the module call on the host only; the action returns the job's own result).
-  returned: always
+  description: The last progress the job wrote, when the wait ran out of time.
+  returned: failure by timeout
   type: dict
 """
-
-import json
-import os
-import time
-
-from ansible.module_utils.basic import AnsibleModule
-
-
-def read_json(path):
-    """The file's JSON, or None while it is missing or half written."""
-    try:
-        with open(path) as handle:
-            return json.loads(handle.read())
-    except (IOError, OSError, ValueError):
-        return None
-
-
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            jid=dict(type="str", required=True),
-            progress_path=dict(type="path", required=True),
-            label=dict(type="str", default="job"),
-            interval=dict(type="int", default=30),
-            poll=dict(type="int", default=5),
-            timeout=dict(type="int", required=True),
-            # set by the action plugin, as ansible.builtin.async_status gets it
-            async_dir=dict(type="path", default="~/.ansible_async"),
-        ),
-        supports_check_mode=True,
-    )
-    p = module.params
-    job_path = os.path.join(p["async_dir"], p["jid"])
-    if not os.path.exists(job_path):
-        module.fail_json(msg="could not find the async job %s (%s): it never started, or another task already "
-                             "collected it" % (p["jid"], job_path), finished=True)
-    job = read_json(job_path)
-    progress = read_json(p["progress_path"])
-    finished = isinstance(job, dict) and "started" not in job
-    if finished:  # collected once: the next job must not read this one's files
-        for path in (job_path, p["progress_path"]):
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
-    module.exit_json(changed=False, finished=finished, job=job if finished else None, progress=progress,
-                     now=time.time())
-
-
-if __name__ == "__main__":
-    main()
+# Documentation only: the waiting is done by the action plugin of the same name
+# (plugins/action/vllm_job_wait.py), which looks at the host with one shell command per poll.
