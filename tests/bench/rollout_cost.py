@@ -61,8 +61,8 @@ def tasks(count):
     return sum(count.get(k, 0) for k in ("ok", "failed", "skipped", "unreachable"))
 
 
-def measure(repo, keep=False):
-    boards = [dict(b, hostvars={}) for b in DEMO["boards"]]
+def measure(repo, keep=False, only=None):
+    boards = [dict(b, hostvars={}) for b in DEMO["boards"] if not only or b["name"] in only]
     fleet = Fleet("specdec-cost-", boards, workdir=tempfile.mkdtemp(prefix="specdec-cost-"))
     try:
         fleet.up()
@@ -90,12 +90,14 @@ def main():
     parser.add_argument("--repo", default=REPO, help="checkout whose playbooks run (default: this one)")
     parser.add_argument("--keep", action="store_true", help="leave the containers running")
     parser.add_argument("--json", help="also write the numbers here")
+    parser.add_argument("--hosts", help="comma-separated demo boards to bring up (default: all)")
     args = parser.parse_args()
-    result = measure(os.path.abspath(args.repo), args.keep)
+    only = args.hosts.split(",") if args.hosts else None
+    result = measure(os.path.abspath(args.repo), args.keep, only)
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(result, handle, indent=1, sort_keys=True)
-    hosts = len(DEMO["boards"])
+    hosts = len(only) if only else len(DEMO["boards"])
     for name, run_ in sorted(result.items()):
         print("\n%s (rc %d): controller CPU %.1f s, %.2f s per host; controller-only tasks %d"
               % (name, run_["rc"], run_["cpu_s"], run_["cpu_s"] / hosts, run_["controller_tasks"]))

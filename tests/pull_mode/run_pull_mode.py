@@ -13,7 +13,11 @@
    runs, the state file and both textfiles are written with a verdict.
 5. A second start changes nothing: same state, changed=0 in the pull log, no
    benchmark, no restart of vLLM.
-6. pull_setup with pull_mode_state=absent removes units, script, inventory and checkout.
+6. An unsigned commit pushed to the branch is refused by `git verify-commit` against the board's
+   pinned keyring (the source's commits are signed with a key made for this test; only its
+   public half is in pull_mode_gpg_public_keys): the run fails before the playbook, the exit code
+   reaches the textfile metric, and the state file and vLLM are untouched.
+7. pull_setup with pull_mode_state=absent removes units, script, inventory and checkout.
 
 JETSON_SPECDEC_BOARD_IMAGE overrides the board image; JETSON_SPECDEC_KEEP=1 keeps the
 container and the work folder for debugging.
@@ -96,8 +100,28 @@ def metric(text, name):
     return float(match.group(1))
 
 
-def make_source(work):
-    """A bare repository of the working tree, uncommitted files included."""
+def make_signing_key(work):
+    """A signing key made for this run (ed25519, no passphrase): (GNUPGHOME, fingerprint, armored public key)."""
+    home = os.path.join(work, "gnupg")
+    os.makedirs(home, mode=0o700)
+    env = dict(os.environ, GNUPGHOME=home)
+    run(["gpg", "--batch", "--passphrase", "", "--quick-gen-key", "pull-mode test <pull-mode@localhost>",
+         "ed25519", "sign", "1d"], env=env)
+    listing = run(["gpg", "--batch", "--with-colons", "--list-secret-keys"], env=env).stdout
+    fingerprint = [line.split(":")[9] for line in listing.splitlines() if line.startswith("fpr:")][0]
+    public = run(["gpg", "--batch", "--armor", "--export", fingerprint], env=env).stdout
+    return home, fingerprint, public
+
+
+def git_cmd(key=None):
+    argv = ["git", "-c", "user.name=pull-mode test", "-c", "user.email=pull-mode@localhost"]
+    if key:
+        return argv + ["-c", "commit.gpgsign=true", "-c", "user.signingkey=%s" % key[1], "-c", "gpg.program=gpg"]
+    return argv + ["-c", "commit.gpgsign=false"]
+
+
+def make_source(work, key):
+    """A bare repository of the working tree, uncommitted files included, in one commit signed with ``key``."""
     src = os.path.join(work, "src")
     os.makedirs(src)
     files = run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO).stdout.split("\0")
@@ -107,14 +131,26 @@ def make_source(work):
         dest = os.path.join(src, rel)
         os.makedirs(os.path.dirname(dest), exist_ok=True)
         shutil.copy2(os.path.join(REPO, rel), dest, follow_symlinks=False)
-    git = ["git", "-c", "user.name=pull-mode test", "-c", "user.email=pull-mode@localhost",
-           "-c", "commit.gpgsign=false"]
+    git = git_cmd(key)
+    env = dict(os.environ, GNUPGHOME=key[0])
     run(git + ["init", "-q", "-b", "main", src])
     run(git + ["add", "-A"], cwd=src)
-    run(git + ["commit", "-q", "-m", "working tree for the pull-mode test"], cwd=src)
+    run(git + ["commit", "-q", "-m", "working tree for the pull-mode test"], cwd=src, env=env)
+    assert "Good signature" in run(["git", "verify-commit", "HEAD"], cwd=src, env=env).stderr
     bare = os.path.join(work, "specdec.git")
     run(["git", "clone", "-q", "--bare", src, bare])
     return bare
+
+
+def push_unsigned_commit(work):
+    """A new commit on main that nobody signed, in the bare repository."""
+    src = os.path.join(work, "src")
+    with open(os.path.join(src, "UNSIGNED.txt"), "w") as handle:
+        handle.write("a change nobody signed\n")
+    run(git_cmd() + ["add", "UNSIGNED.txt"], cwd=src)
+    run(git_cmd() + ["commit", "-q", "-m", "unsigned change"], cwd=src)
+    run(["git", "push", "-q", os.path.join(work, "specdec.git"), "main"], cwd=src)
+    return run(["git", "rev-parse", "HEAD"], cwd=src).stdout.strip()
 
 
 def start_board(image):
@@ -129,15 +165,16 @@ def start_board(image):
     fleet.prepare(NAME, BOARD)
 
 
-def write_inventory(work):
+def write_inventory(work, public_key):
     hostvars = {
         "ansible_connection": "community.docker.docker", "ansible_host": NAME,
         "ansible_python_interpreter": "/usr/bin/python3",
         "pull_mode_repo_url": "file:///srv/git/specdec.git",
-        # A mirror on the board's disk; the board image has no gpg for git verify-commit
-        # (signed-commit checks are in test_pull_mode_inputs.py and docs/security.md).
+        # A mirror on the board's disk (the board has no network).
         "pull_mode_allow_file_url": True,
-        "pull_mode_verify_commit": False,
+        # The default: only commits signed by these keys run (git verify-commit on the board).
+        "pull_mode_verify_commit": True,
+        "pull_mode_gpg_public_keys": public_key,
         "pull_mode_branch": "main",
         "pull_mode_ansible_pull_bin": os.path.join(VENV, "bin", "ansible-pull"),
         "pull_mode_vars": SIM_VARS,
@@ -156,13 +193,15 @@ def setup_playbook(inventory, *extra):
     return recap(result.stdout)["pull-thor-01"]
 
 
-def fire():
+def fire(expect_failure=False):
     """Start the service the timer fires; returns (seconds, pull log)."""
     start = time.time()
     result = board("systemctl", "start", UNIT + ".service", timeout=1500, check=False)
     took = time.time() - start
     log = board("cat", PULL_LOG, check=False).stdout
-    if result.returncode != 0:
+    if expect_failure:
+        assert result.returncode != 0, "%s.service succeeded:\n%s" % (UNIT, log[-4000:])
+    elif result.returncode != 0:
         journal = board("journalctl", "-u", UNIT + ".service", "--no-pager", "-n", "80", check=False).stdout
         raise AssertionError("%s.service failed (rc %d): %s\npull log tail:\n%s\njournal:\n%s"
                              % (UNIT, result.returncode, result.stderr, log[-6000:], journal))
@@ -179,8 +218,9 @@ def main():
     work = tempfile.mkdtemp(prefix="specdec-pull-")
     keep = os.environ.get("JETSON_SPECDEC_KEEP") == "1"
     try:
-        step("Source: a bare git repository of the working tree")
-        bare = make_source(work)
+        step("Source: a bare git repository of the working tree, its commit signed with a key made for the test")
+        key = make_signing_key(work)
+        bare = make_source(work, key)
 
         step("Board %s (%s) with the project's venv mounted read-only" % (NAME, image))
         start_board(image)
@@ -188,7 +228,7 @@ def main():
         run(["docker", "cp", bare, "%s:/srv/git/specdec.git" % NAME])
 
         step("playbooks/pull_setup.yml installs the timer")
-        inventory = write_inventory(work)
+        inventory = write_inventory(work, key[2])
         first = setup_playbook(inventory)
         assert first["failed"] == 0 and first["changed"] > 0, first
         assert board("systemctl", "is-enabled", UNIT + ".timer").stdout.strip() == "enabled"
@@ -202,7 +242,7 @@ def main():
         script = board_text("/usr/local/sbin/jetson-specdec-pull")
         for expected in ("--url file:///srv/git/specdec.git", "--checkout main", "--limit localhost",
                          "--directory /var/lib/jetson-specdec/pull/ansible_collections/jetson/specdec",
-                         "--inventory /etc/jetson-specdec/pull-inventory", "playbooks/pull.yml"):
+                         "--inventory /etc/jetson-specdec/pull-inventory", "playbooks/pull.yml", "--verify-commit"):
             assert expected in script.replace(" \\\n    ", " "), (expected, script)
         again = setup_playbook(inventory)
         assert again["changed"] == 0 and again["failed"] == 0, "pull_setup is not idempotent: %s" % again
@@ -243,6 +283,21 @@ def main():
         pull_metrics = board_text(TEXTFILE_DIR + "/jetson_specdec_pull.prom")
         assert metric(pull_metrics, "jetson_specdec_pull_last_changed_tasks") == 0, pull_metrics
         print("second fire in %.0f s: changed=0, no benchmark, state and vLLM untouched" % took)
+
+        step("An unsigned commit on the branch is refused before anything runs")
+        unsigned = push_unsigned_commit(work)
+        board("rm", "-rf", "/srv/git/specdec.git")
+        run(["docker", "cp", os.path.join(work, "specdec.git"), "%s:/srv/git/specdec.git" % NAME])
+        took, log = fire(expect_failure=True)
+        assert "Failed to verify GPG signature of commit/tag \"main\"" in log, log[-4000:]
+        assert "PLAY RECAP" not in log, "the playbook ran on an unsigned commit"
+        assert board_text(STATE) == state_before, "the state file changed on an unsigned commit"
+        assert service_started_at("vllm.service") == vllm_before, "vLLM was restarted on an unsigned commit"
+        pull_metrics = board_text(TEXTFILE_DIR + "/jetson_specdec_pull.prom")
+        assert metric(pull_metrics, "jetson_specdec_pull_last_exit_code") != 0, pull_metrics
+        assert metric(pull_metrics, "jetson_specdec_pull_last_changed_tasks") == -1, pull_metrics
+        print("unsigned commit %s refused in %.0f s: exit code in the metric, state and vLLM untouched"
+              % (unsigned[:12], took))
 
         step("pull_mode_state=absent removes the timer (the state file stays)")
         removed = setup_playbook(inventory, "-e", "pull_mode_state=absent")

@@ -17,6 +17,6 @@ def _scenario():
     return module
 
 
-@pytest.mark.slow  # ~5 min: make integration-all runs it; CI checks pull mode's inputs (test_pull_mode_inputs)
+@pytest.mark.slow  # ~5 min: make integration-all runs it (signed and unsigned commits); CI checks pull mode's inputs (test_pull_mode_inputs)
 def test_pull_mode_timer_rollout_and_idempotent_second_fire():
     _scenario().main()

@@ -20,6 +20,7 @@ from harness import assert_state, board
 PREFIX = "specdec-hh-"
 HOST = "hh-lan"
 ADDRESS = "192.0.2.10"
+DOWNLOAD_S = 20
 ADD_ADDRESS = (
     "import fcntl, socket, struct\n"
     "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
@@ -35,7 +36,9 @@ def add_lan_address(fleet, host):
 
 @pytest.fixture(scope="module")
 def fleet(make_fleet):
-    fleet = make_fleet(PREFIX, [dict(board(HOST, "thor-01"), docker_flags=["--cap-add", "NET_ADMIN"])])
+    # Fetching the EAGLE-3 head takes DOWNLOAD_S: the prefetch pays it while the baseline serves.
+    fleet = make_fleet(PREFIX, [dict(board(HOST, "thor-01", faults={"download_s": DOWNLOAD_S}),
+                                     docker_flags=["--cap-add", "NET_ADMIN"])])
     fleet.address = add_lan_address(fleet, HOST)
     host_vars = os.path.join(fleet.inventory, "host_vars")
     os.makedirs(host_vars, exist_ok=True)
@@ -59,8 +62,14 @@ def test_rollout_on_a_lan_address_benchmarks_both_arms_and_decides(fleet):
     record = [e["record"] for e in fleet.report("lan")["hosts"] if e["row"]["host"] == HOST][0]
     gaps = record["serving_gaps"]
     assert gaps and all(0 < gap < 900 for gap in gaps), record.get("serving_gaps")
+    # issue 19: the head was fetched while the baseline served, so no restart held the download
+    fetched = record["prefetch"]
+    assert [(e["status"], e["model"].startswith("yuhuili/EAGLE3")) for e in fetched] == [("fetched", True)], fetched
+    assert fetched[0]["seconds"] >= DOWNLOAD_S
+    assert max(gaps) < DOWNLOAD_S, gaps
     with open(os.path.join(fleet.reports, "lan", "report.md")) as handle:
-        assert "**Serving gap**: " in handle.read()
+        text = handle.read()
+    assert "**Serving gap**: " in text and "**Prefetch**: fetched yuhuili/EAGLE3" in text
 
 
 def test_the_unit_listens_on_the_lan_address_only(fleet):

@@ -15,7 +15,7 @@ set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 CACHE="${JETSON_SPECDEC_CACHE:-$HOME/.cache/jetson-specdec}"
-BASE_PACKAGES="python3,systemd,systemd-sysv,procps,dbus,git,ca-certificates,libnuma1"
+BASE_PACKAGES="python3,systemd,systemd-sysv,procps,dbus,git,gpg,ca-certificates,libnuma1"
 
 say() { printf 'testbed: %s\n' "$*" >&2; }
 die() { printf 'testbed: ERROR: %s\n' "$*" >&2; exit 2; }
@@ -133,7 +133,7 @@ cmd_board_image() {
     cat >"$ctx/Dockerfile" <<DOCKERFILE
 FROM $base
 COPY vllm-sim /opt/vllm-sim
-RUN ln -sf /opt/vllm-sim/bin/vllm /usr/local/bin/vllm && mkdir -p /etc/jetson-sim /opt/jetson-sim /opt/vllm/bin && ln -sf /opt/vllm-sim/bin/vllm /opt/vllm/bin/vllm
+RUN ln -sf /opt/vllm-sim/bin/vllm /usr/local/bin/vllm && mkdir -p /etc/jetson-sim /opt/jetson-sim /opt/vllm/bin && ln -sf /opt/vllm-sim/bin/vllm /opt/vllm/bin/vllm && ln -sf /opt/vllm-sim/bin/hf /opt/vllm/bin/hf && ln -sf /opt/vllm-sim/bin/hf /usr/local/bin/hf
 DOCKERFILE
     docker build --network none -q -t "$tag" "$ctx" >/dev/null || die "docker build of the board image failed"
     rm -rf "$ctx"

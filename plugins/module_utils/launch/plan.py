@@ -19,6 +19,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.argv import container_argv, native_argv
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import catalog_entry
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import fallback_rungs
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.prefetch import hub_models
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.rules import plan_launch
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import SpecConfigError
 
@@ -124,7 +125,7 @@ def launch_plan(inputs):
     ``argv`` (the command-line options other than utilization and speculative config),
     ``runtime``, ``model``, ``catalog``, ``utilization_drop``, ``service_name``,
     ``unit_path``, ``health_host``, ``port``, ``health_timeout``, ``health_interval``,
-    ``crash_loop_restarts``.
+    ``crash_loop_restarts``, ``service_user``.
     """
     if not isinstance(inputs, dict):
         raise LaunchPlanError("the launch inputs must be a dict")
@@ -142,6 +143,15 @@ def launch_plan(inputs):
                           if candidate["plan"]["speculation"] and not candidate["refusals"] else [])
     candidate["headroom"] = None
     applied = candidate if plan_inputs["speculation"] else baseline
+    # The planned rung's draft or head only: a fallback rung's model (an OOM's smaller draft) is
+    # fetched by vLLM at that rung's start, not downloaded on every board in advance.
+    prefetch = {"models": hub_models(candidate["rungs"][:1]), "hf_home": argv_opts.get("hf_cache_dir"),
+                "runtime": runtime, "image": argv_opts.get("image") or None,
+                "cli": "%s/hf" % (argv_opts.get("vllm_bin") or "/opt/vllm/bin/vllm").rsplit("/", 1)[0],
+                "docker_bin": argv_opts.get("docker_bin") or "/usr/bin/docker",
+                "container_user": argv_opts.get("container_user") or None,
+                "env_file": argv_opts.get("env_file") or None, "environment": argv_opts.get("environment") or {},
+                "user": inputs.get("service_user") or "vllm"}
     service = inputs.get("service_name") or ""
     url = url_for(inputs.get("health_host"), inputs.get("port"))
     return {
@@ -160,6 +170,7 @@ def launch_plan(inputs):
         "max_model_len": argv_opts.get("max_model_len"),
         "prompt_token_ids_range": prompt_token_ids_range(inputs.get("catalog"), inputs.get("model")),
         "service_name": service,
+        "prefetch": prefetch,
         "unit_path": inputs.get("unit_path") or "/etc/systemd/system/%s.service" % service,
         "url": url,
         "health": {"url": url, "service": service,

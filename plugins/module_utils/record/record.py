@@ -374,12 +374,20 @@ def serving_gaps(waits):
     return out
 
 
-def judged(record, verdict, rounds, rung, stored, waits=None):
+def prefetched(result):
+    """What jetson.specdec.vllm_prefetch did before the candidate's start (one entry per model), or None."""
+    if not isinstance(result, dict) or result.get("skipped") or not isinstance(result.get("models"), list):
+        return None
+    keys = ("model", "status", "seconds", "cause", "line", "fix")
+    return [dict((k, m.get(k)) for k in keys if m.get(k) is not None) for m in result["models"] if isinstance(m, dict)]
+
+
+def judged(record, verdict, rounds, rung, stored, waits=None, prefetch=None):
     """The verdict is in: kept (the candidate runs) or reverted (the baseline runs).
 
     ``rung`` is the rung that started (None when the ladder ended with speculation off);
     the record keeps the latest benchmark of each arm. ``waits``: the serving gaps of the
-    run's restarts (``serving_gaps``).
+    run's restarts (``serving_gaps``); ``prefetch``: vllm_prefetch's result (``prefetched``).
     """
     if not isinstance(verdict, dict) or verdict.get("action") not in ("keep", "revert"):
         raise RecordError("the verdict must have action keep or revert, got %r" % (verdict,))
@@ -394,6 +402,9 @@ def judged(record, verdict, rounds, rung, stored, waits=None):
                spec_decode=(candidate or {}).get("spec_decode"),
                config_after=(rung or {}).get("label") if kept else "baseline",
                serving_gaps=serving_gaps(waits))
+    fetched = prefetched(prefetch)
+    if fetched is not None:
+        out["prefetch"] = fetched
     return out
 
 

@@ -224,6 +224,8 @@ def why_items(entry):
         items.append(("Roofline", why["roofline"]))
     if why["ladder"]:
         items.append(("Ladder", why["ladder"]))
+    if why.get("prefetch"):
+        items.append(("Prefetch", why["prefetch"]))
     if why.get("serving_gap"):
         items.append(("Serving gap", why["serving_gap"]))
     items.append(("Runs now", why["runs_now"]))

@@ -227,6 +227,23 @@ def serving_gap(record):
     return text
 
 
+def prefetch(record):
+    """'fetched yuhuili/EAGLE3-... in 41.2 s while the baseline served': what vllm_prefetch did, or None."""
+    parts = []
+    for entry in record.get("prefetch") or []:
+        if not isinstance(entry, dict) or not entry.get("model"):
+            continue
+        status = entry.get("status")
+        if status == "fetched":
+            parts.append("fetched %s in %.1f s while the baseline served" % (entry["model"], float(entry.get("seconds") or 0)))
+        elif status == "cached":
+            parts.append("%s was already in the cache" % entry["model"])
+        elif status in ("failed", "no_cli"):
+            parts.append("%s not fetched (%s): %s" % (entry["model"], entry.get("cause") or status,
+                                                      _short(entry.get("line") or entry.get("fix") or "")))
+    return "; ".join(parts) or None
+
+
 def explain(record):
     """{why, ladder, evidence, workload, runs_now, warnings, next_step} for one (normalized) record."""
     record = record if isinstance(record, dict) else {}
@@ -259,6 +276,7 @@ def explain(record):
         "k_tuning": k_tuning(record),
         "roofline": roofline(record),
         "serving_gap": serving_gap(record),
+        "prefetch": prefetch(record),
         "runs_now": record.get("config_after") or ("unchanged" if status in ("refused", "unchanged", "held", "planned") else "unknown"),
         "warnings": warnings,
         "next_step": _next_step(record, status, decision),

@@ -26,7 +26,10 @@ _CAUSES = (
     ("model_not_found", (r"Invalid repository ID or local directory", r"Repository Not Found",
                          r"does not appear to have a file named", r"is not a local folder and is not a valid model",
                          r"Cannot access gated repo", r"401 Client Error", r"LocalEntryNotFoundError",
-                         r"We couldn't connect to 'https://huggingface\.co'")),
+                         r"We couldn't connect to 'https://huggingface\.co'",
+                         # the hf CLI (huggingface_hub 2.x) of jetson.specdec.vllm_prefetch
+                         r"Model '[^']*' not found", r"Model '[^']*' requires approval",
+                         r"offline mode is enabled")),
     ("rejected_speculative_config", (
         # vLLM 0.32 SpeculativeConfig: a draft with another tokenizer.
         r"Target and draft model should have the same vocabulary size",

@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from . import logs, memory, specconfig
+from . import hub, logs, memory, specconfig
 from .errors import SimExit, traceback_lines
 from .profile import ProfileError, load_profile
 
@@ -186,6 +186,17 @@ def serve(args):
         if faults.get("gated_repo") and args.speculative_config.get("model"):
             raise SimExit(1, gated_repo_lines(args.speculative_config["model"]))
         spec = specconfig.validate(args.speculative_config, target, profile)
+        name = args.speculative_config.get("model") or ""
+        if spec.draft is not None and not name.startswith(("/", ".")) and (
+                os.environ.get("HF_HOME") or os.environ.get("HF_HUB_CACHE")):
+            # vLLM fetches a draft or head it does not find in the cache here, while the host serves nothing.
+            # Modelled only where the environment names the cache, as the collection's unit does.
+            try:
+                hub.fetch(profile, name, faults)
+            except hub.HubError:  # offline or no route: what transformers says when neither works
+                raise SimExit(1, traceback_lines(
+                    "OSError: We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find "
+                    "them in the cached files.", "transformers/utils/hub.py"))
     util = args.gpu_memory_utilization
     if not 0 < util <= 1:
         raise SimExit(1, traceback_lines(

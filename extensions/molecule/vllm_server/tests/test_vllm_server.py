@@ -128,3 +128,16 @@ def test_an_account_the_role_did_not_create_kept_its_shell(host):
     user = host.user("operator1")
     assert user.shell == "/bin/bash" and user.home == "/home/operator1"
     assert not host.file("/etc/vllm/accounts/operator1").exists
+
+
+def test_the_speculative_model_was_fetched_into_the_cache_as_the_service_user(host):
+    # vllm_server's install step fetched the head (jetson.specdec.vllm_prefetch) before the unit started it
+    spec, dummy = EXPECTED[_facts_family(host)]
+    repo = "/var/lib/vllm/huggingface/hub/models--" + (spec or {}).get("model", "none/none").replace("/", "--")
+    if spec is None:
+        assert not host.file(repo).exists
+        return
+    ref = host.file(repo + "/refs/main")
+    assert ref.exists and ref.user == "vllm", repo
+    snapshot = host.file("%s/snapshots/%s/config.json" % (repo, ref.content_string.strip()))
+    assert snapshot.exists and snapshot.user == "vllm"

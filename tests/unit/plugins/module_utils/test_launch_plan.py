@@ -192,3 +192,23 @@ def test_k_tuning_from_templating_is_a_boolean_and_a_bad_one_names_the_variable(
 def test_synthetic_prompts_draw_from_the_targets_tokenizer_vocabulary(model, expected):
     fact = launch_plan(dict(inputs(), model=model))
     assert fact["prompt_token_ids_range"] == expected
+
+
+def test_the_prefetch_names_the_planned_rungs_hub_model_and_the_units_cache_environment_and_account():
+    fact = launch_plan(dict(inputs(speculation=False), service_user="svc-vllm", argv=dict(
+        inputs()["argv"], hf_cache_dir="/var/lib/vllm/huggingface", env_file="/etc/vllm/vllm.env",
+        environment={"HF_ENDPOINT": "https://mirror"})))
+    prefetch = fact["prefetch"]
+    # only the first rung's model: a fallback's smaller draft is fetched by vLLM at that rung's start
+    assert prefetch["models"] == [fact["candidate"]["rungs"][0]["vllm_server_speculative_model"]]
+    assert prefetch["models"][0].startswith("yuhuili/EAGLE3")
+    assert (prefetch["hf_home"], prefetch["cli"], prefetch["user"]) == (
+        "/var/lib/vllm/huggingface", "/opt/vllm/bin/hf", "svc-vllm")
+    assert prefetch["env_file"] == "/etc/vllm/vllm.env" and prefetch["environment"] == {"HF_ENDPOINT": "https://mirror"}
+
+
+def test_nothing_is_prefetched_for_ngram_a_local_draft_or_a_refused_candidate():
+    assert launch_plan(inputs(method="ngram"))["prefetch"]["models"] == []
+    assert launch_plan(inputs(method="draft_model", spec_model="/opt/models/llama-1b"))["prefetch"]["models"] == []
+    refused = launch_plan(inputs(family="orin_nano"))
+    assert refused["candidate"]["refusals"] and refused["prefetch"]["models"] == []

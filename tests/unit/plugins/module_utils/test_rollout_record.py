@@ -324,3 +324,23 @@ def test_a_held_board_plans_the_hold_and_its_power_mode_warning_says_so():
         "clocks holds MAXN and jetson_clocks while benchmarking and puts this mode back afterwards.)", "other"]
     plain = rec.from_stored(rec.new_record("h", "run", facts), stored(True), True, "", launch=LAUNCH, settings=SETTINGS)
     assert plain["facts"]["warnings"] == facts["warnings"] and "jetson_clocks" not in plain["plan"]["line"]
+
+
+def test_judged_record_keeps_what_the_prefetch_did_and_the_report_says_it():
+    from ansible_collections.jetson.specdec.plugins.module_utils.record.why import explain
+    rounds = [{"phase": "baseline", "result": bench(20, 50)}, {"phase": "candidate", "result": bench(30, 30)}]
+    result = {"changed": True, "models": [
+        {"model": "acme/head", "status": "fetched", "seconds": 41.23, "path": "/x", "definite": False},
+        {"model": "acme/draft", "status": "failed", "seconds": 2.0, "cause": "unreachable",
+         "line": "Error: Local entry not found. [Errno 111] Connection refused", "fix": "make the Hub reachable"}]}
+    out = rec.judged(rec.new_record("h", "run", JETSON), {"decision": "keep", "action": "keep"}, rounds, RUNGS[0],
+                     stored(True), prefetch=result)
+    assert out["prefetch"][0] == {"model": "acme/head", "status": "fetched", "seconds": 41.23}
+    assert out["prefetch"][1]["cause"] == "unreachable" and "path" not in out["prefetch"][1]
+    text = explain(out)["prefetch"]
+    assert "fetched acme/head in 41.2 s while the baseline served" in text
+    assert "acme/draft not fetched (unreachable)" in text
+    # a skipped prefetch (nothing to fetch, or rollout_prefetch: false) leaves no entry
+    skipped = rec.judged(rec.new_record("h", "run", JETSON), {"decision": "keep", "action": "keep"}, rounds, RUNGS[0],
+                         stored(True), prefetch={"skipped": True, "changed": False})
+    assert "prefetch" not in skipped and explain(skipped)["prefetch"] is None

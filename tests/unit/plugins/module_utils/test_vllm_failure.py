@@ -120,3 +120,14 @@ def test_no_evidence_for_unknown():
 def test_every_named_cause_is_in_the_closed_set():
     assert set(FAILURE_CAUSES) == {"out_of_memory", "rejected_speculative_config", "model_not_found",
                                    "bad_arguments", "health_timeout", "unknown"}
+
+
+@pytest.mark.parametrize("text", [
+    "Error: Model 'acme/missing-llama-draft' not found.",
+    "Error: Access denied. Model 'acme/gated-llama-draft' requires approval.",
+    "Error: Local entry not found. Cannot reach https://huggingface.co/api/models/acme/x/revision/main: offline mode is "
+    "enabled. To disable it, please unset the `HF_HUB_OFFLINE` environment variable.",
+])
+def test_a_rung_the_prefetch_could_not_fetch_is_a_model_not_found(text):
+    # vllm_prefetch's definite failures fail the rung with the hf CLI's line (roles/rollout/tasks/candidate.yml)
+    assert classify_failure(text) == "model_not_found"
