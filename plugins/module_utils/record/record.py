@@ -347,11 +347,13 @@ def compact_result(result):
 
 
 def round_summary(rounds):
-    """One line per round (arm and each level's throughput and TPOT p50): the evidence, in order."""
+    """One line per round (arm, whether the server reported speculative decoding, each level's throughput and
+    TPOT p50): the evidence, in order. ``speculating`` shows that a candidate round measured a speculating server."""
     out = []
     for rnd in rounds or []:
-        runs = (rnd.get("result") or {}).get("runs") or []
-        out.append({"arm": rnd.get("phase"),
+        result = rnd.get("result") or {}
+        runs = result.get("runs") or []
+        out.append({"arm": rnd.get("phase"), "speculating": bool(result.get("spec_decode")),
                     "levels": [dict((k, run.get(k)) for k in ("concurrency", "throughput_tok_s", "tpot_ms_p50",
                                                               "completed", "failed"))
                                for run in runs if isinstance(run, dict)]})

@@ -344,3 +344,12 @@ def test_judged_record_keeps_what_the_prefetch_did_and_the_report_says_it():
     skipped = rec.judged(rec.new_record("h", "run", JETSON), {"decision": "keep", "action": "keep"}, rounds, RUNGS[0],
                          stored(True), prefetch={"skipped": True, "changed": False})
     assert "prefetch" not in skipped and explain(skipped)["prefetch"] is None
+
+
+def test_each_round_says_whether_the_server_it_measured_was_speculating():
+    rounds = [{"phase": "baseline", "result": bench(20, 50)},
+              {"phase": "candidate", "result": dict(bench(30, 30), spec_decode={"acceptance_rate": 0.7, "drafts": 10})},
+              # a candidate round that measured a server without speculation (a switch that did not happen)
+              {"phase": "candidate", "result": dict(bench(20, 50), spec_decode=None)}]
+    assert [(r["arm"], r["speculating"]) for r in rec.round_summary(rounds)] == [
+        ("baseline", False), ("candidate", True), ("candidate", False)]
