@@ -136,11 +136,12 @@ models:
     - {model: yuhuili/EAGLE3-LLaMA3.1-Instruct-8B, status: fetched, seconds: 41.2,
        path: /var/lib/vllm/huggingface/hub/models--yuhuili--EAGLE3-LLaMA3.1-Instruct-8B/snapshots/0d6c9d0e5f1e4d8b8d2c1f0e9a8b7c6d5e4f3a2b}
 unavailable:
-  description: "The models that failed for a definite cause: {model: the CLI's line, the cause and the fix}."
+  description: "The models that failed for a definite cause: {model: a sentence with the cause, the CLI's line and the fix}."
   returned: always
   type: dict
-  sample: {acme/gated-llama-draft: "Error: Access denied. Model 'acme/gated-llama-draft' requires approval. (gated) Fix: accept the
-      model's licence on its Hub page with the account whose token is vllm_server_hf_token, and set vllm_server_hf_token."}
+  sample: {acme/gated-llama-draft: "acme/gated-llama-draft was not fetched (gated): Error: Access denied. Model 'acme/gated-llama-draft'
+      requires approval. Fix: accept the model's licence on its Hub page with the account whose token is vllm_server_hf_token,
+      and set vllm_server_hf_token (group_vars, vaulted)."}
 seconds:
   description: Wall seconds of the whole prefetch.
   returned: always
@@ -232,6 +233,12 @@ def fetch(module, model, opts, env, ids):
     return dict(found, model=model, status="failed", seconds=seconds, path=path)
 
 
+def describe(entry):
+    """One sentence for a model that was not fetched: the warning, the value in RV(unavailable) and the failure."""
+    line = (entry.get("line") or "no output").rstrip(".")
+    return "%s was not fetched (%s): %s. Fix: %s." % (entry["model"], entry["cause"], line, entry["fix"])
+
+
 def run(module):
     p = module.params
     bad = [m for m in p["models"] if not prefetch.is_hub_id(m)]
@@ -244,15 +251,10 @@ def run(module):
         module.fail_json(msg="vllm_prefetch: runtime container needs image (vllm_server_container_image).")
     started = time.time()
     results = []
-    missing = []
     for model in p["models"]:
         path = complete_snapshot(p["hf_home"], model)
-        if path:
-            results.append({"model": model, "status": "cached", "seconds": 0.0, "path": path})
-        else:
-            missing.append(model)
-            results.append({"model": model, "status": "would_fetch", "seconds": 0.0, "path": None})
-    if missing and not module.check_mode:
+        results.append({"model": model, "status": "cached" if path else "would_fetch", "seconds": 0.0, "path": path})
+    if any(r["status"] == "would_fetch" for r in results) and not module.check_mode:
         opts = {"runtime": p["runtime"], "docker_bin": p["docker_bin"], "image": p["image"], "hf_home": p["hf_home"],
                 "env_file": p["env_file"], "environment": p["environment"], "container_user": p["container_user"]}
         ids = home = None
@@ -275,16 +277,14 @@ def run(module):
                                          "fetches the model at its start meanwhile" % os.path.dirname(p["cli"])}
                 continue
             results[index] = fetch(module, entry["model"], opts, child_env(p, home, secrets), ids)
-    unavailable = dict((r["model"], "%s (%s) Fix: %s." % (r.get("line") or "no output", r["cause"], r["fix"]))
-                       for r in results if r["status"] == "failed" and r.get("definite"))
+    not_fetched = [r for r in results if r["status"] in ("failed", "no_cli")]
+    for entry in not_fetched:
+        module.warn(describe(entry))
+    unavailable = dict((r["model"], describe(r)) for r in not_fetched if r.get("definite"))
     out = {"models": results, "unavailable": unavailable, "seconds": round(time.time() - started, 2),
            "changed": any(r["status"] in ("fetched", "would_fetch") for r in results)}
-    warnings = ["%s was not fetched (%s): %s. Fix: %s." % (r["model"], r["cause"], r.get("line") or "no output", r["fix"])
-                for r in results if r["status"] in ("failed", "no_cli")]
-    for warning in warnings:
-        module.warn(warning)
     if unavailable and p["fail_on_unavailable"]:
-        module.fail_json(msg="vllm_prefetch: " + " ".join(w for w in warnings if w.split(" ")[0] in unavailable), **out)
+        module.fail_json(msg="vllm_prefetch: " + " ".join(unavailable.values()), **out)
     module.exit_json(**out)
 
 
