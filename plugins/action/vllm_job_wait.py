@@ -73,6 +73,27 @@ def _json(text):
         return None  # missing, empty or half written
 
 
+def _event_msg(item):
+    """The text of a warning or deprecation as a module wrote it into the job file: a string, or (ansible-core
+    2.19 and later) a serialized summary {"event": {"msg": ...}, "__ansible_type": "WarningSummary"}."""
+    if isinstance(item, dict):
+        event = item.get("event") if isinstance(item.get("event"), dict) else item
+        return str(event.get("msg") or item.get("msg") or "")
+    return str(item)
+
+
+def plain_job_result(job):
+    """The job's result with its warnings and deprecations as text, the way Ansible shows a task's own
+    (read with json.loads, a 2.19 summary object would be printed as its dict)."""
+    out = dict(job or {})
+    if isinstance(out.get("warnings"), list):
+        out["warnings"] = [_event_msg(w) for w in out["warnings"]]
+    if isinstance(out.get("deprecations"), list):
+        out["deprecations"] = [dict(msg=_event_msg(d), version=d.get("version")) if isinstance(d, dict) else
+                               {"msg": str(d)} for d in out["deprecations"]]
+    return out
+
+
 def parse_look(stdout, now):
     """The status of one look (LOOK's output): {missing} or {finished, job, progress, now}.
 
@@ -126,7 +147,7 @@ class ActionModule(ActionBase):
                 return result
             if status.get("finished"):
                 self._low_level_execute_command(COLLECT % paths, sudoable=True)
-                job = dict(status.get("job") or {})
+                job = plain_job_result(status.get("job"))
                 for key in JOB_KEYS:
                     job.pop(key, None)
                 result.update(job)

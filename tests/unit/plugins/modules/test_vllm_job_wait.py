@@ -92,3 +92,20 @@ def test_one_look_at_the_host_is_read_as_async_status_reads_a_job():
     assert parse_look("@@missing\n", 5.0) == {"missing": True}
     assert parse_look("Last login: today\n@@missing\n", 5.0) == {"missing": True}
     assert parse_look("garbage\n@@job\n\n@@progress\n\n", 7.0)["now"] == 7.0  # no clock: the controller's
+
+
+def test_the_jobs_warnings_are_shown_as_text_whatever_the_core_version_wrote():
+    from ansible_collections.jetson.specdec.plugins.action.vllm_job_wait import plain_job_result
+    # ansible-core 2.19 writes summaries into the async job file; older versions write strings
+    job = {"changed": False, "warnings": [
+        {"event": {"msg": "the server is simulated (X-Jetson-Simulated: thor_t5000; time_scale=0.1)",
+                   "__ansible_type": "Event"}, "__ansible_type": "WarningSummary"},
+        "a plain warning"],
+        "deprecations": [{"event": {"msg": "old option", "__ansible_type": "Event"}, "version": "2.0.0",
+                          "__ansible_type": "DeprecationSummary"}]}
+    out = plain_job_result(job)
+    assert out["warnings"] == ["the server is simulated (X-Jetson-Simulated: thor_t5000; time_scale=0.1)",
+                               "a plain warning"]
+    assert out["deprecations"] == [{"msg": "old option", "version": "2.0.0"}]
+    assert job["warnings"][1] == "a plain warning" and isinstance(job["warnings"][0], dict)  # input unchanged
+    assert plain_job_result(None) == {}
