@@ -10,6 +10,7 @@ from ansible.errors import AnsibleFilterError
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data import plain
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.host_checks import host_refusals
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.inputs import input_refusals
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import SpecConfigError
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import fallback_rungs, next_rung
@@ -81,6 +82,17 @@ def vllm_server_input_refusals(opts):
     return input_refusals(opts)
 
 
+def vllm_server_host_refusals(facts):
+    """Refusals of the host itself (an account the role did not create, another family's group, no systemd)."""
+    facts = plain(facts)
+    if not isinstance(facts, dict):
+        raise AnsibleFilterError("jetson.specdec.vllm_server_host_refusals takes a dict")
+    try:
+        return host_refusals(facts)
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError("jetson.specdec.vllm_server_host_refusals: %s" % exc)
+
+
 class FilterModule(object):
     """Launch-unit filters of jetson.specdec."""
 
@@ -92,4 +104,5 @@ class FilterModule(object):
             "spec_next_rung": spec_next_rung,
             "vllm_failure_cause": vllm_failure_cause,
             "vllm_server_input_refusals": vllm_server_input_refusals,
+            "vllm_server_host_refusals": vllm_server_host_refusals,
         }

@@ -125,10 +125,15 @@ def launch_plan(inputs):
     ``argv`` (the command-line options other than utilization and speculative config),
     ``runtime``, ``model``, ``catalog``, ``utilization_drop``, ``service_name``,
     ``unit_path``, ``health_host``, ``port``, ``health_timeout``, ``health_interval``,
-    ``crash_loop_restarts``, ``service_user``.
+    ``crash_loop_restarts``, ``service_user``; ``prepared`` (the switch entry point: false when
+    the role's preflight has not run on the host in this play).
     """
     if not isinstance(inputs, dict):
         raise LaunchPlanError("the launch inputs must be a dict")
+    if inputs.get("prepared") is False:
+        raise LaunchPlanError("vllm_server tasks_from switch runs only after this role's preflight (or its main entry "
+                              "point) ran on %s in the same play; include the role without tasks_from first."
+                              % inputs.get("host"))
     runtime = inputs.get("runtime", "native")
     if runtime not in ARGV_BUILDERS:
         raise LaunchPlanError("vllm_server_runtime must be native or container, got %r." % (runtime,))

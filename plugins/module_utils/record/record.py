@@ -384,12 +384,13 @@ def prefetched(result):
     return [dict((k, m.get(k)) for k in keys if m.get(k) is not None) for m in result["models"] if isinstance(m, dict)]
 
 
-def judged(record, verdict, rounds, rung, stored, waits=None, prefetch=None):
+def judged(record, verdict, rounds, rung, stored, waits=None, prefetch=None, k_choice=None, probe_k=None):
     """The verdict is in: kept (the candidate runs) or reverted (the baseline runs).
 
     ``rung`` is the rung that started (None when the ladder ended with speculation off);
     the record keeps the latest benchmark of each arm. ``waits``: the serving gaps of the
-    run's restarts (``serving_gaps``); ``prefetch``: vllm_prefetch's result (``prefetched``).
+    run's restarts (``serving_gaps``); ``prefetch``: vllm_prefetch's result (``prefetched``);
+    ``k_choice``: what k tuning chose at ``probe_k`` (``k_tuned``), None when k was not tuned.
     """
     if not isinstance(verdict, dict) or verdict.get("action") not in ("keep", "revert"):
         raise RecordError("the verdict must have action keep or revert, got %r" % (verdict,))
@@ -407,6 +408,8 @@ def judged(record, verdict, rounds, rung, stored, waits=None, prefetch=None):
     fetched = prefetched(prefetch)
     if fetched is not None:
         out["prefetch"] = fetched
+    if k_choice is not None:
+        out = k_tuned(out, k_choice, probe_k)
     return out
 
 

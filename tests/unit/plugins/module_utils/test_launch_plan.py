@@ -212,3 +212,10 @@ def test_nothing_is_prefetched_for_ngram_a_local_draft_or_a_refused_candidate():
     assert launch_plan(inputs(method="draft_model", spec_model="/opt/models/llama-1b"))["prefetch"]["models"] == []
     refused = launch_plan(inputs(family="orin_nano"))
     assert refused["candidate"]["refusals"] and refused["prefetch"]["models"] == []
+
+
+def test_a_switch_on_a_host_the_play_has_not_prepared_is_refused():
+    with pytest.raises(LaunchPlanError, match="tasks_from switch runs only after this role's preflight"):
+        launch_plan(dict(inputs(), prepared=False))
+    # the main entry point and a prepared switch plan as before
+    assert launch_plan(dict(inputs(), prepared=True))["argv"] == launch_plan(inputs())["argv"]

@@ -293,6 +293,12 @@ def test_k_tuning_is_recorded_with_its_prediction_or_why_it_failed():
     kept = rec.judged(out, {"decision": "keep", "action": "keep"}, [], RUNGS[0], stored(True))
     outcome = rec.state_outcome(kept, ["vllm"], ["vllm"], RUNGS[0], "thor", "m", "run")
     assert outcome["info"]["k_tuning"]["k"] == 4
+    # the role hands the choice to the judged record (no record step of its own)
+    judged = rec.judged(rec.new_record("h", "run", JETSON), {"decision": "keep", "action": "keep"}, [], RUNGS[0],
+                        stored(True), k_choice=choice, probe_k=8)
+    assert judged["k_tuning"] == out["k_tuning"]
+    assert "k_tuning" not in rec.judged(rec.new_record("h", "run", JETSON), {"decision": "keep", "action": "keep"}, [],
+                                        RUNGS[0], stored(True))
 
 
 def test_the_plans_warnings_reach_the_record_once():
