@@ -155,7 +155,9 @@ class Systemctl(object):
                                   rc=rc, stdout=out, stderr=err)
 
     def active(self):
-        return self.run("is-active", "--quiet", self.unit)[0] == 0
+        # As ansible.builtin.systemd_service: a unit that is starting (or waiting to restart) counts as running.
+        rc, out, dummy = self.run("show", "--property=ActiveState", "--value", self.unit)
+        return rc == 0 and out.strip() in ("active", "activating", "reloading")
 
     def enabled(self):
         # is-enabled prints enabled, enabled-runtime, alias, static, ... rc 0 means "will start at boot".

@@ -85,7 +85,10 @@ def kept(fleet, host):
 def test_converged_first(fleet):
     for host in fleet.hosts:
         assert fleet.converged[host]["status"] in ("kept", "reverted"), fleet.converged[host]
-        assert_serving(fleet, host, speculative=kept(fleet, host))
+        # fs-corrupt was rolled out again by the faulted run (its own test checks it against its new verdict,
+        # which one noisy round can make differ from the first)
+        if host != "fs-corrupt":
+            assert_serving(fleet, host, speculative=kept(fleet, host))
 
 
 @pytest.mark.parametrize("host,needle", [

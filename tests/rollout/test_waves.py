@@ -21,9 +21,8 @@ import pytest
 
 from harness import assert_serving, assert_state, board, recap
 
-# ~4 min of a CI machine's 2 cores: make integration-all, not CI (make test). Which hosts a wave takes is
+# In CI (make test) again since each arm switch is one task (about 2 min here). Which hosts a wave takes is
 # unit-tested (tests/unit/plugins/module_utils/test_record_wave.py); this is its run on a simulated fleet.
-pytestmark = pytest.mark.slow
 
 PREFIX = "specdec-wv-"
 BOARDS = [board("wv-1", "nx-01"), board("wv-4", "nx-01")]
