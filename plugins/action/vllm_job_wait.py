@@ -3,24 +3,15 @@
 # SPDX-License-Identifier: Apache-2.0
 """Action of jetson.specdec.vllm_job_wait: poll the host, print progress lines, return the job's result.
 
-The loop is here, on the controller, so that one task both waits and speaks: an ``until``
-loop would print "FAILED - RETRYING" on every poll and nothing about the benchmark.
+The loop (plugin_utils/background.py) is on the controller, so that one task both waits and speaks:
+an ``until`` loop would print "FAILED - RETRYING" on every poll and nothing about the benchmark.
 """
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import json
-import posixpath
-import time
-
-from ansible.module_utils.six.moves import shlex_quote
 from ansible.plugins.action import ActionBase
-from ansible.utils.display import Display
 
-from ansible_collections.jetson.specdec.plugins.module_utils.bench import progress as bench_progress
-from ansible_collections.jetson.specdec.plugins.module_utils.vllm import start_progress
-
-display = Display()
+from ansible_collections.jetson.specdec.plugins.plugin_utils.background import wait_for_job
 
 ARGS = {
     "jid": {"type": "str", "required": True},
@@ -31,88 +22,6 @@ ARGS = {
     "timeout": {"type": "int", "required": True},
     "async_dir": {"type": "path"},
 }
-# What async_wrapper adds to a job's result; the task's result is the job's own.
-JOB_KEYS = ("started", "finished", "ansible_job_id", "results_file", "stdout_lines", "stderr_lines")
-
-
-def describe(snap, now, label):
-    """The progress line of a benchmark (bench/progress.py) or of a vLLM start (vllm/start_progress.py)."""
-    if isinstance(snap, dict) and snap.get("kind") == "start":
-        return start_progress.describe(snap, now, label)
-    return bench_progress.describe(snap, now, label)
-
-
-def next_wait(looks, poll, interval, remaining):
-    """Seconds to sleep before look number ``looks + 1``: 1 s, 2 s, 3 s ... up to ``poll``.
-
-    A start on a warm cache or a short benchmark ends in seconds; looking sooner at first notices it
-    within about a second instead of a whole ``poll``, while a 20-minute job still costs one look per
-    ``poll``. Never longer than ``interval`` (a line is due) or the time left before the timeout.
-    """
-    return max(1, min(looks + 1, poll, interval or poll, remaining))
-
-
-# One look at the host is one shell command, no Python there: a poll every few seconds of every
-# host of a rollout would otherwise start an interpreter and unpack a module on the board each
-# time. Markers are lines no JSON file has.
-LOOK = ('j=%(job)s; p=%(progress)s; if [ ! -e "$j" ]; then echo @@missing; exit 0; fi; '
-        'date +%%s; echo @@job; cat -- "$j"; echo; echo @@progress; cat -- "$p" 2>/dev/null; echo')
-# A finished job is collected once: the next job must not read this one's files.
-COLLECT = "rm -f -- %(job)s %(progress)s"
-
-
-def look_paths(job_path, progress_path):
-    """LOOK's and COLLECT's substitutions: both paths quoted for the host's shell."""
-    return {"job": shlex_quote(job_path), "progress": shlex_quote(progress_path)}
-
-
-def _json(text):
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None  # missing, empty or half written
-
-
-def _event_msg(item):
-    """The text of a warning or deprecation as a module wrote it into the job file: a string, or (ansible-core
-    2.19 and later) a serialized summary {"event": {"msg": ...}, "__ansible_type": "WarningSummary"}."""
-    if isinstance(item, dict):
-        event = item.get("event") if isinstance(item.get("event"), dict) else item
-        return str(event.get("msg") or item.get("msg") or "")
-    return str(item)
-
-
-def plain_job_result(job):
-    """The job's result with its warnings and deprecations as text, the way Ansible shows a task's own
-    (read with json.loads, a 2.19 summary object would be printed as its dict)."""
-    out = dict(job or {})
-    if isinstance(out.get("warnings"), list):
-        out["warnings"] = [_event_msg(w) for w in out["warnings"]]
-    if isinstance(out.get("deprecations"), list):
-        out["deprecations"] = [dict(msg=_event_msg(d), version=d.get("version")) if isinstance(d, dict) else
-                               {"msg": str(d)} for d in out["deprecations"]]
-    return out
-
-
-def parse_look(stdout, now):
-    """The status of one look (LOOK's output): {missing} or {finished, job, progress, now}.
-
-    A job is finished when its file holds a result without async_wrapper's "started" key, exactly
-    as ansible.builtin.async_status decides; ``now`` is the host's clock (progress times are the host's).
-    """
-    text = stdout or ""
-    lines = text.strip().splitlines()
-    if lines and lines[-1].strip() == "@@missing":  # the last line: a login banner may come first
-        return {"missing": True}
-    head, dummy, rest = text.partition("\n@@job\n")
-    job_text, dummy, progress_text = rest.partition("\n@@progress\n")
-    try:
-        now = float(head.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        pass
-    job = _json(job_text)
-    finished = isinstance(job, dict) and "started" not in job
-    return {"finished": finished, "job": job if finished else None, "progress": _json(progress_text), "now": now}
 
 
 class ActionModule(ActionBase):
@@ -128,48 +37,10 @@ class ActionModule(ActionBase):
                                            "(timeout %s, poll %s, interval %s)"
                                            % (args["timeout"], args["poll"], args["interval"]))
             return result
-        host = (task_vars or {}).get("inventory_hostname", "?")
-        async_dir = args["async_dir"] or self.get_shell_option("async_dir", default="~/.ansible_async")
-        async_dir = self._remote_expand_user(async_dir)
-        job_path = posixpath.join(async_dir, args["jid"])
-        paths = look_paths(job_path, args["progress_path"])
-        start = last_line = time.time()
-        looks = 0
-        while True:
-            status = self._look(paths)
-            if status.get("failed"):
-                result.update(status)
-                return result
-            if status.get("missing"):
-                result.update(failed=True, finished=True,
-                              msg="could not find the async job %s (%s): it never started, or another task "
-                                  "already collected it" % (args["jid"], job_path))
-                return result
-            if status.get("finished"):
-                self._low_level_execute_command(COLLECT % paths, sudoable=True)
-                job = plain_job_result(status.get("job"))
-                for key in JOB_KEYS:
-                    job.pop(key, None)
-                result.update(job)
-                result["changed"] = bool(job.get("changed"))
-                return result
-            now = time.time()
-            if now - start >= args["timeout"]:
-                result.update(failed=True, progress=status.get("progress"),
-                              msg="%s did not finish within %d s (async job %s): %s"
-                                  % (args["label"], args["timeout"], args["jid"],
-                                     describe(status.get("progress"), status.get("now") or now, None)))
-                return result
-            if args["interval"] and now - last_line >= args["interval"]:
-                last_line = now
-                display.display("%s: %s" % (host, describe(status.get("progress"), status.get("now") or now,
-                                                           args["label"])))
-            time.sleep(next_wait(looks, args["poll"], args["interval"], args["timeout"] - (now - start)))
-            looks += 1
-
-    def _look(self, paths):
-        res = self._low_level_execute_command(LOOK % paths, sudoable=True)
-        if res.get("rc") != 0:
-            return {"failed": True, "msg": "vllm_job_wait: could not read the job's files on the host (rc %s): %s"
-                                           % (res.get("rc"), (res.get("stderr") or res.get("stdout") or "").strip()[-500:])}
-        return parse_look(res.get("stdout"), time.time())
+        job = wait_for_job(self, args["jid"], args["progress_path"], args["label"], args["interval"], args["poll"],
+                           args["timeout"], async_dir=args["async_dir"],
+                           host=(task_vars or {}).get("inventory_hostname", "?"))
+        if job.get("failed") and str(job.get("msg", "")).startswith("could not read"):
+            job["msg"] = "vllm_job_wait: " + job["msg"]
+        result.update(job)
+        return result

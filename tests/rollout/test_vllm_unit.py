@@ -124,3 +124,43 @@ def test_a_trial_without_its_unit_is_refused_and_writes_nothing(fleet):
     rc, result = apply(fleet, trial="[Service]\nExecStart=\nExecStart=/bin/true\n", **paths)
     assert rc != 0 and "does not have" in result["msg"] and "last good launch" in result["msg"], result
     assert fleet.sh(HOST, "test -e " + paths["trial_path"]).returncode != 0
+
+
+def switch(fleet, *flags, **extra):
+    """vllm_server's switch entry point after its preflight; returns (rc, output, the launch it published)."""
+    rc, out, dummy = fleet.run("tests/rollout/switch_play.yml", *flags, **extra)
+    # the default callback prints the debug message as a JSON string
+    published = re.search(r'"msg": ("PUBLISHED .*")\n', out)
+    return rc, out, json.loads(json.loads(published.group(1))[len("PUBLISHED "):]) if published else None
+
+
+def test_the_switch_in_check_mode_shows_the_trial_and_changes_nothing(fleet):
+    pid = main_pid(fleet)
+    rc, out, launch = switch(fleet, "--check", "--diff", switch_speculation=True, switch_trial=True,
+                             switch_method="ngram")
+    assert rc == 0, out[-3000:]
+    assert "+ExecStart=" in out and "--speculative-config" in out and TRIAL in out  # the diff of the drop-in
+    assert launch["speculation"] and launch["applied"] == "candidate" and launch["unit"]["changed"]
+    assert "serving" not in launch  # no wait in check mode
+    assert fleet.trial(HOST) == "" and main_pid(fleet) == pid
+
+
+def test_a_candidate_the_memory_check_refuses_changes_nothing_and_is_published(fleet):
+    pid, unit = main_pid(fleet), fleet.unit(HOST)
+    # a reserve larger than the board: the baseline (no memory check) passes, the candidate does not fit
+    rc, out, launch = switch(fleet, switch_speculation=True, switch_trial=True, switch_method="ngram",
+                             switch_reserve_bytes=10 ** 15)
+    assert rc != 0 and "vllm_server preflight refused" in out, out[-3000:]
+    assert launch["failed"] and [r["rule"] for r in launch["refusals"]] == ["memory.headroom"]
+    assert launch["candidate"]["headroom"]["fits"] is False  # what the rollout's ladder reads
+    assert "unit" not in launch  # refused before the write
+    assert fleet.unit(HOST) == unit and fleet.trial(HOST) == "" and main_pid(fleet) == pid
+
+
+def test_the_switch_applies_the_trial_and_publishes_how_long_vllm_did_not_serve(fleet):
+    rc, out, launch = switch(fleet, switch_speculation=True, switch_trial=True, switch_method="ngram")
+    assert rc == 0, out[-3000:]
+    assert launch["unit"]["restarted"] and launch["serving"]["models"] and launch["serving"]["serving_gap_s"] > 0
+    assert fleet.speculative(HOST) and fleet.unit(HOST) == fleet.baseline  # a trial: the unit is untouched
+    rc, out, launch = switch(fleet)  # back to the baseline: the drop-in goes
+    assert rc == 0 and not launch["speculation"] and fleet.trial(HOST) == "" and not fleet.speculative(HOST)

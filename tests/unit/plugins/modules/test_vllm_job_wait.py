@@ -3,7 +3,7 @@ import json
 
 import subprocess
 
-from ansible_collections.jetson.specdec.plugins.action.vllm_job_wait import COLLECT, LOOK, look_paths, parse_look
+from ansible_collections.jetson.specdec.plugins.plugin_utils.background import COLLECT, LOOK, look_paths, parse_look
 
 
 def _paths(tmp_path, jid="123.456"):
@@ -58,7 +58,7 @@ def test_a_path_with_shell_characters_is_only_a_path(tmp_path):
 
 
 def test_the_action_describes_a_benchmark_and_a_start_by_their_kind():
-    from ansible_collections.jetson.specdec.plugins.action.vllm_job_wait import describe
+    from ansible_collections.jetson.specdec.plugins.plugin_utils.background import describe
     start = {"version": 1, "kind": "start", "started": 0.0, "timeout": 900, "last": "", "active_state": None}
     assert describe(start, 40.0, "vLLM start") == "vLLM start: waiting for vLLM to serve, 40 s of at most 15 min 00 s"
     bench = {"version": 1, "kind": "bench", "started": 0.0, "updated": 40.0, "step": "probe", "concurrency": None,
@@ -69,7 +69,7 @@ def test_the_action_describes_a_benchmark_and_a_start_by_their_kind():
 
 def test_the_action_looks_soon_at_first_then_every_poll():
     """A start that ends in 3 s is noticed within about a second; a long job costs one look per poll."""
-    from ansible_collections.jetson.specdec.plugins.action.vllm_job_wait import next_wait
+    from ansible_collections.jetson.specdec.plugins.plugin_utils.background import next_wait
     assert [next_wait(n, 5, 30, 900) for n in range(8)] == [1, 2, 3, 4, 5, 5, 5, 5]
     assert [next_wait(n, 5, 2, 900) for n in range(4)] == [1, 2, 2, 2]  # a line every 2 s needs a look as often
     assert next_wait(6, 5, 0, 900) == 5  # no lines: poll alone
@@ -78,7 +78,7 @@ def test_the_action_looks_soon_at_first_then_every_poll():
 
 def test_one_look_at_the_host_is_read_as_async_status_reads_a_job():
     """The action's shell look: the host's clock, the job file (finished without "started"), the progress file."""
-    from ansible_collections.jetson.specdec.plugins.action.vllm_job_wait import parse_look
+    from ansible_collections.jetson.specdec.plugins.plugin_utils.background import parse_look
     progress = {"version": 1, "kind": "start", "started": 1000.0}
     running = parse_look('1796000000\n@@job\n{"started": 1, "finished": 0, "ansible_job_id": "1.2"}\n'
                          '@@progress\n%s\n\n' % json.dumps(progress), 5.0)
@@ -95,7 +95,7 @@ def test_one_look_at_the_host_is_read_as_async_status_reads_a_job():
 
 
 def test_the_jobs_warnings_are_shown_as_text_whatever_the_core_version_wrote():
-    from ansible_collections.jetson.specdec.plugins.action.vllm_job_wait import plain_job_result
+    from ansible_collections.jetson.specdec.plugins.plugin_utils.background import plain_job_result
     # ansible-core 2.19 writes summaries into the async job file; older versions write strings
     job = {"changed": False, "warnings": [
         {"event": {"msg": "the server is simulated (X-Jetson-Simulated: thor_t5000; time_scale=0.1)",

@@ -1,0 +1,173 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""Run a module of this collection in the background on a host and wait for it from the controller.
+
+Shared by the actions that wait and speak (vllm_job_wait, vllm_switch): the loop is on the controller,
+so that one task both waits and prints where the job is, instead of one silent task for up to the
+job's bound or the "FAILED - RETRYING" lines of an ``until`` loop.
+"""
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+import json
+import posixpath
+import time
+
+from ansible.module_utils.six.moves import shlex_quote
+from ansible.utils.display import Display
+
+from ansible_collections.jetson.specdec.plugins.module_utils.bench import progress as bench_progress
+from ansible_collections.jetson.specdec.plugins.module_utils.vllm import start_progress
+
+display = Display()
+
+# What async_wrapper adds to a job's result; the task's result is the job's own.
+JOB_KEYS = ("started", "finished", "ansible_job_id", "results_file", "stdout_lines", "stderr_lines")
+
+
+def describe(snap, now, label):
+    """The progress line of a benchmark (bench/progress.py) or of a vLLM start (vllm/start_progress.py)."""
+    if isinstance(snap, dict) and snap.get("kind") == "start":
+        return start_progress.describe(snap, now, label)
+    return bench_progress.describe(snap, now, label)
+
+
+def next_wait(looks, poll, interval, remaining):
+    """Seconds to sleep before look number ``looks + 1``: 1 s, 2 s, 3 s ... up to ``poll``.
+
+    A start on a warm cache or a short benchmark ends in seconds; looking sooner at first notices it
+    within about a second instead of a whole ``poll``, while a 20-minute job still costs one look per
+    ``poll``. Never longer than ``interval`` (a line is due) or the time left before the timeout.
+    """
+    return max(1, min(looks + 1, poll, interval or poll, remaining))
+
+
+# One look at the host is one shell command, no Python there: a poll every few seconds of every
+# host of a rollout would otherwise start an interpreter and unpack a module on the board each
+# time. Markers are lines no JSON file has.
+LOOK = ('j=%(job)s; p=%(progress)s; if [ ! -e "$j" ]; then echo @@missing; exit 0; fi; '
+        'date +%%s; echo @@job; cat -- "$j"; echo; echo @@progress; cat -- "$p" 2>/dev/null; echo')
+# A finished job is collected once: the next job must not read this one's files.
+COLLECT = "rm -f -- %(job)s %(progress)s"
+
+
+def look_paths(job_path, progress_path):
+    """LOOK's and COLLECT's substitutions: both paths quoted for the host's shell."""
+    return {"job": shlex_quote(job_path), "progress": shlex_quote(progress_path)}
+
+
+def _json(text):
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None  # missing, empty or half written
+
+
+def _event_msg(item):
+    """The text of a warning or deprecation as a module wrote it into the job file: a string, or (ansible-core
+    2.19 and later) a serialized summary {"event": {"msg": ...}, "__ansible_type": "WarningSummary"}."""
+    if isinstance(item, dict):
+        event = item.get("event") if isinstance(item.get("event"), dict) else item
+        return str(event.get("msg") or item.get("msg") or "")
+    return str(item)
+
+
+def plain_job_result(job):
+    """The job's result with its warnings and deprecations as text, the way Ansible shows a task's own
+    (read with json.loads, a 2.19 summary object would be printed as its dict)."""
+    out = dict(job or {})
+    if isinstance(out.get("warnings"), list):
+        out["warnings"] = [_event_msg(w) for w in out["warnings"]]
+    if isinstance(out.get("deprecations"), list):
+        out["deprecations"] = [dict(msg=_event_msg(d), version=d.get("version")) if isinstance(d, dict) else
+                               {"msg": str(d)} for d in out["deprecations"]]
+    return out
+
+
+def parse_look(stdout, now):
+    """The status of one look (LOOK's output): {missing} or {finished, job, progress, now}.
+
+    A job is finished when its file holds a result without async_wrapper's "started" key, exactly
+    as ansible.builtin.async_status decides; ``now`` is the host's clock (progress times are the host's).
+    """
+    text = stdout or ""
+    lines = text.strip().splitlines()
+    if lines and lines[-1].strip() == "@@missing":  # the last line: a login banner may come first
+        return {"missing": True}
+    head, dummy, rest = text.partition("\n@@job\n")
+    job_text, dummy, progress_text = rest.partition("\n@@progress\n")
+    try:
+        now = float(head.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        pass
+    job = _json(job_text)
+    finished = isinstance(job, dict) and "started" not in job
+    return {"finished": finished, "job": job if finished else None, "progress": _json(progress_text), "now": now}
+
+
+def start_job(action, module_name, module_args, task_vars, limit):
+    """Start ``module_name`` on the action's host as an async job that may run ``limit`` seconds.
+
+    Returns async_wrapper's answer ({"ansible_job_id": ...}, or a failed result). This is what a task with
+    ``async: limit`` and ``poll: 0`` does; the task's own async value is lent for the call, because the
+    wrapper reads its bound from there.
+    """
+    task = action._task
+    saved = task.async_val
+    task.async_val = int(limit)
+    try:
+        return action._execute_module(module_name=module_name, module_args=module_args, task_vars=task_vars,
+                                      wrap_async=True)
+    finally:
+        task.async_val = saved
+
+
+def async_job_dir(action, async_dir=None):
+    """Where the host keeps its async job files, as ansible.builtin.async_status finds them."""
+    return action._remote_expand_user(async_dir or action.get_shell_option("async_dir", default="~/.ansible_async"))
+
+
+def wait_for_job(action, jid, progress_path, label, interval, poll, timeout, async_dir=None, host="?"):
+    """Wait for the async job ``jid``, printing a line every ``interval`` seconds; return the job's own result.
+
+    The job's files are collected once it has finished. A job that is missing, or that does not finish within
+    ``timeout`` seconds, is a failed result that says so (with its last progress).
+    """
+    job_path = posixpath.join(async_job_dir(action, async_dir), jid)
+    paths = look_paths(job_path, progress_path)
+    start = last_line = time.time()
+    looks = 0
+    while True:
+        status = _look(action, paths)
+        if status.get("failed"):
+            return status
+        if status.get("missing"):
+            return {"failed": True, "finished": True,
+                    "msg": "could not find the async job %s (%s): it never started, or another task "
+                           "already collected it" % (jid, job_path)}
+        if status.get("finished"):
+            action._low_level_execute_command(COLLECT % paths, sudoable=True)
+            job = plain_job_result(status.get("job"))
+            for key in JOB_KEYS:
+                job.pop(key, None)
+            job["changed"] = bool(job.get("changed"))
+            return job
+        now = time.time()
+        if now - start >= timeout:
+            return {"failed": True, "progress": status.get("progress"),
+                    "msg": "%s did not finish within %d s (async job %s): %s"
+                           % (label, timeout, jid, describe(status.get("progress"), status.get("now") or now, None))}
+        if interval and now - last_line >= interval:
+            last_line = now
+            display.display("%s: %s" % (host, describe(status.get("progress"), status.get("now") or now, label)))
+        time.sleep(next_wait(looks, poll, interval, timeout - (now - start)))
+        looks += 1
+
+
+def _look(action, paths):
+    res = action._low_level_execute_command(LOOK % paths, sudoable=True)
+    if res.get("rc") != 0:
+        return {"failed": True, "msg": "could not read the async job's files on the host (rc %s): %s"
+                                       % (res.get("rc"), (res.get("stderr") or res.get("stdout") or "").strip()[-500:])}
+    return parse_look(res.get("stdout"), time.time())

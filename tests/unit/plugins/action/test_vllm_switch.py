@@ -1,0 +1,27 @@
+"""vllm_switch: when the switch checks the candidate's memory, and what it asks spec_headroom."""
+from ansible_collections.jetson.specdec.plugins.action.vllm_switch import memory_args, needs_memory_check
+
+
+def _launch(speculation=True, candidate_refusals=(), baseline_refusals=()):
+    config = {"method": "eagle3", "model": "h", "num_speculative_tokens": 5}
+    return {"candidate": {"plan": {"speculation": speculation, "speculative_config": config},
+                          "gpu_memory_utilization": 0.75, "refusals": list(candidate_refusals)},
+            "baseline": {"refusals": list(baseline_refusals)}}
+
+
+def test_the_memory_of_an_allowed_candidate_is_checked_only_when_the_switch_applies_it():
+    assert needs_memory_check(_launch(), True) is True
+    assert needs_memory_check(_launch(), False) is False  # the baseline: its memory is the running one's
+    assert needs_memory_check(_launch(speculation=False), True) is False  # no speculation planned (a refused family)
+    # a refusal of the rules is the answer already: no module run on the host
+    assert needs_memory_check(_launch(candidate_refusals=[{"rule": "board.family"}]), True) is False
+    assert needs_memory_check(_launch(baseline_refusals=[{"rule": "runtime.image"}]), True) is False
+
+
+def test_spec_headroom_gets_the_plans_config_and_utilization_and_no_unset_option():
+    args = memory_args(_launch(), {"target_model": "m", "l4t_major": None, "gpu_memory_utilization": 0.9,
+                                   "reclaimable_bytes": 0})
+    assert args["speculative_config"]["method"] == "eagle3"
+    assert args["gpu_memory_utilization"] == 0.75  # the candidate's (the drop applied), never the caller's
+    assert "l4t_major" not in args  # unset: the module's default, as omit did in the task
+    assert args["reclaimable_bytes"] == 0 and args["target_model"] == "m"
