@@ -31,7 +31,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.launch.plan import 
     launch_plan,
     with_headroom,
 )
-from ansible_collections.jetson.specdec.plugins.plugin_utils.background import start_job, wait_for_job
+from ansible_collections.jetson.specdec.plugins.plugin_utils.background import run_with_progress
 
 ARGS = {
     "launch_input": {"type": "dict", "required": True},
@@ -134,9 +134,6 @@ class ActionModule(ActionBase):
         """vllm_wait in the background, its progress every ``interval`` s; its result, or why it failed."""
         wait = dict((k, v) for k, v in wait.items() if v is not None)
         timeout = int(wait.setdefault("timeout", 900))
-        progress_path = wait.setdefault("progress_path", DEFAULT_PROGRESS)
-        started = start_job(self, "jetson.specdec.vllm_wait", wait, task_vars, timeout + 60)
-        if started.get("failed") or not started.get("ansible_job_id"):
-            return {"failed": True, "msg": "the wait for vLLM did not start: %s" % (started.get("msg") or started)}
-        return _clean(wait_for_job(self, started["ansible_job_id"], progress_path, "vLLM start", interval, 5,
-                                   timeout + 120, host=task_vars.get("inventory_hostname", "?")))
+        wait.setdefault("progress_path", DEFAULT_PROGRESS)
+        return _clean(run_with_progress(self, "jetson.specdec.vllm_wait", wait, task_vars, timeout + 60, "vLLM start",
+                                        interval, timeout + 120))

@@ -171,3 +171,50 @@ def _look(action, paths):
         return {"failed": True, "msg": "could not read the async job's files on the host (rc %s): %s"
                                        % (res.get("rc"), (res.get("stderr") or res.get("stdout") or "").strip()[-500:])}
     return parse_look(res.get("stdout"), time.time())
+
+
+def run_with_progress(action, module_name, module_args, task_vars, limit, label, interval, timeout, poll=5):
+    """Run ``module_name`` in the background (bounded by ``limit`` s) and wait for it here, printing a line from its
+    ``progress_path`` every ``interval`` s; return the module's own result, or a failed one that says why."""
+    progress_path = module_args.get("progress_path")
+    if not progress_path:
+        return {"failed": True, "msg": "%s: progress lines need progress_path (the file the module writes its "
+                                       "progress to)" % module_name}
+    started = start_job(action, module_name, module_args, task_vars, limit)
+    if started.get("failed") or not started.get("ansible_job_id"):
+        return {"failed": True, "msg": "%s did not start in the background: %s"
+                                       % (module_name, started.get("msg") or started)}
+    return wait_for_job(action, started["ansible_job_id"], progress_path, label, interval, poll, timeout,
+                        host=(task_vars or {}).get("inventory_hostname", "?"))
+
+
+class ProgressAction(object):
+    """The run() of an action plugin for a module that can speak while it runs (vllm_bench, vllm_wait).
+
+    With ``progress_interval`` (an option of the action, not sent to the host) the module runs in the background
+    and this task prints its progress every ``progress_interval`` s (0: none) until it ends, so one task both
+    waits and speaks. Without it, or when the task itself is ``async``, the module runs as any module does.
+    Subclasses set MODULE and bound(args) -> (async limit, wait timeout) in seconds.
+    """
+
+    MODULE = None
+    DEFAULT_LABEL = "job"
+
+    def bound(self, args):
+        raise NotImplementedError
+
+    def run_module(self, result, task_vars):
+        args = dict(self._task.args)
+        interval = args.pop("progress_interval", None)
+        label = args.pop("progress_label", None) or self.DEFAULT_LABEL
+        if interval is None or self._task.async_val:
+            wrap_async = bool(self._task.async_val) and not self._connection.has_native_async
+            result.update(self._execute_module(module_name=self.MODULE, module_args=args, task_vars=task_vars,
+                                               wrap_async=wrap_async))
+            if not wrap_async:
+                self._remove_tmp_path(self._connection._shell.tmpdir)
+            return result
+        limit, timeout = self.bound(args)
+        job = run_with_progress(self, self.MODULE, args, task_vars, limit, label, int(interval), timeout)
+        result.update(job)
+        return result

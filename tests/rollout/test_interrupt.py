@@ -83,7 +83,7 @@ def test_rerun_with_break_lock_resolves_the_pending_host(fleet):
     rc, out, dummy = fleet.run("playbooks/rollout.yml", rollout_run_id="resolved", rollout_break_lock=True,
                                rollout_progress_interval=1, vllm_server_progress_interval=1)
     assert rc == 0, out[-4000:]
-    # each benchmark said where it was while it ran (jetson.specdec.vllm_job_wait), without retry noise
+    # each benchmark said where it was while it ran (vllm_bench's progress_interval), without retry noise
     lines = re.findall(r"^%s: (baseline|candidate): (.*); run (\d+)/(\d+), .* elapsed" % HOST, out, re.M)
     assert {"baseline", "candidate"} <= set(arm for arm, dummy, dummy2, dummy3 in lines), out[-6000:]
     assert any(step.startswith("measuring c=") for dummy, step, dummy2, dummy3 in lines), lines

@@ -1,0 +1,71 @@
+"""The actions of vllm_bench and vllm_wait: in the background with progress lines, or as any module runs."""
+from ansible_collections.jetson.specdec.plugins.plugin_utils import background
+from ansible_collections.jetson.specdec.plugins.plugin_utils.background import ProgressAction
+
+
+class _Obj(object):
+    pass
+
+
+class FakeAction(ProgressAction):
+    """ProgressAction over a recorded ActionBase: what it asks the host is kept, nothing runs."""
+    MODULE = "jetson.specdec.vllm_bench"
+    DEFAULT_LABEL = "benchmark"
+
+    def __init__(self, args, async_val=0):
+        self._task = _Obj()
+        self._task.args, self._task.async_val = dict(args), async_val
+        self._connection = _Obj()
+        self._connection.has_native_async = False
+        self._connection._shell = _Obj()
+        self._connection._shell.tmpdir = "/tmp/x"
+        self.calls = []
+
+    def bound(self, args):
+        return int(args["max_duration"]) + 120, int(args["max_duration"]) + 180
+
+    def _execute_module(self, module_name, module_args, task_vars, wrap_async=False):
+        self.calls.append(("module", module_name, dict(module_args), wrap_async, self._task.async_val))
+        return {"ansible_job_id": "j1", "started": 1} if wrap_async else {"changed": False, "runs": [1]}
+
+    def _remove_tmp_path(self, path):
+        self.calls.append(("cleanup", path))
+
+
+def test_without_progress_interval_the_module_runs_as_any_module_does():
+    action = FakeAction({"url": "http://127.0.0.1:8000", "max_duration": 60, "progress_label": "baseline"})
+    result = action.run_module({}, {"inventory_hostname": "h"})
+    assert result == {"changed": False, "runs": [1]}
+    name, module, args, wrap, dummy = action.calls[0][:5]
+    assert module == "jetson.specdec.vllm_bench" and not wrap
+    assert "progress_label" not in args and args["max_duration"] == 60  # the action's own option stays here
+
+
+def test_an_async_task_stays_async_and_is_not_waited_for():
+    action = FakeAction({"max_duration": 60, "progress_interval": 30}, async_val=300)
+    result = action.run_module({}, {})
+    assert result["ansible_job_id"] == "j1" and action.calls[0][3] is True
+
+
+def test_with_progress_interval_it_starts_in_the_background_and_waits_with_its_bounds(monkeypatch):
+    seen = {}
+
+    def wait(action, jid, progress_path, label, interval, poll, timeout, async_dir=None, host="?"):
+        seen.update(jid=jid, path=progress_path, label=label, interval=interval, timeout=timeout, host=host)
+        return {"changed": False, "runs": [2]}
+
+    monkeypatch.setattr(background, "wait_for_job", wait)
+    action = FakeAction({"max_duration": 60, "progress_path": "/p.json", "progress_interval": 30,
+                         "progress_label": "candidate"})
+    result = action.run_module({}, {"inventory_hostname": "thor-01"})
+    assert result == {"changed": False, "runs": [2]}
+    dummy, module, args, wrap, limit = action.calls[0]
+    assert wrap is True and limit == 180 and "progress_interval" not in args  # async bound: max_duration + 120
+    assert action._task.async_val == 0  # lent for the start only
+    assert seen == {"jid": "j1", "path": "/p.json", "label": "candidate", "interval": 30, "timeout": 240, "host": "thor-01"}
+
+
+def test_progress_lines_need_the_progress_file():
+    action = FakeAction({"max_duration": 60, "progress_interval": 30})
+    result = action.run_module({}, {})
+    assert result["failed"] and "progress_path" in result["msg"] and not action.calls
