@@ -94,7 +94,8 @@ class ActionModule(ActionBase):
             headroom = _clean(self._execute_module(module_name="jetson.specdec.spec_headroom",
                                                    module_args=memory_args(launch, args["memory"]),
                                                    task_vars=task_vars))
-            launch = with_headroom(launch, headroom)
+            # a skipped check changes nothing (as the role's filter jetson.specdec.vllm_server_launch_headroom)
+            launch = with_headroom(launch, None if headroom.get("skipped") else headroom)
         result.update(launch, memory_check=headroom)
         if launch["refusals"]:
             result.update(failed=True, msg=launch["refusal_message"])

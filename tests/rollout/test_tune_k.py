@@ -75,7 +75,8 @@ def test_a_board_listed_under_another_familys_group_is_stopped_before_any_change
     assert rc != 0
     assert ("inventory.wrong_group: tk-thor is listed in the inventory group(s) agx_orin, but the board reports thor"
             in " ".join(out.split())), out[-3000:]
-    assert "Benchmark a round" not in out and "Apply the baseline unit" not in out
+    # stopped in the check: no switch, no benchmark
+    assert "TASK [Apply the " not in out and "TASK [jetson.specdec.rollout : Benchmark the " not in out, out[-3000:]
     assert fleet.state("tk-thor") == fleet.after_first
 
 
