@@ -22,6 +22,7 @@ that the role registers it as that fact: a refused or failed switch still publis
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible.errors import AnsibleConnectionFailure, AnsibleError
 from ansible.plugins.action import ActionBase
 from ansible.plugins.loader import lookup_loader
 
@@ -91,9 +92,8 @@ class ActionModule(ActionBase):
 
         headroom = None
         if needs_memory_check(launch, args["check_memory"]):
-            headroom = _clean(self._execute_module(module_name="jetson.specdec.spec_headroom",
-                                                   module_args=memory_args(launch, args["memory"]),
-                                                   task_vars=task_vars))
+            headroom = _clean(self._module("jetson.specdec.spec_headroom", memory_args(launch, args["memory"]),
+                                           task_vars))
             # a skipped check changes nothing (as the role's filter jetson.specdec.vllm_server_launch_headroom)
             launch = with_headroom(launch, None if headroom.get("skipped") else headroom)
         result.update(launch, memory_check=headroom)
@@ -108,8 +108,7 @@ class ActionModule(ActionBase):
         except Exception as exc:  # a template error must still publish the launch: fail with it
             result.update(failed=True, msg="jetson.specdec.vllm_switch: rendering the %s failed: %s" % (kind, exc))
             return result
-        applied = self._execute_module(module_name="jetson.specdec.vllm_unit", module_args=unit_args,
-                                       task_vars=task_vars)
+        applied = self._module("jetson.specdec.vllm_unit", unit_args, task_vars)
         if applied.get("diff"):
             result["diff"] = applied.pop("diff")
         result.update(changed=bool(applied.get("changed")), unit=_clean(applied))
@@ -124,6 +123,16 @@ class ActionModule(ActionBase):
                 # what the role's wait failed with: its message, cause and journal
                 result.update(failed=True, msg=serving.get("msg"), cause=serving.get("cause"))
         return result
+
+    def _module(self, name, args, task_vars):
+        """One module's result on the host. An error on the way there (other than a lost connection, which makes
+        the host unreachable as for any task) is a failed result, so the switch still returns its launch."""
+        try:
+            return self._execute_module(module_name=name, module_args=args, task_vars=task_vars)
+        except AnsibleConnectionFailure:
+            raise
+        except AnsibleError as exc:
+            return {"failed": True, "msg": "%s: %s" % (name, exc)}
 
     def _render(self, name, launch, task_vars):
         """The role's template ``name`` with ``launch`` as vllm_server_launch, exactly as the template
