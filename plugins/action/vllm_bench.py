@@ -6,23 +6,11 @@ and prints where it is (plugin_utils/background.py); without it, the module runs
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
-
-from ansible_collections.jetson.specdec.plugins.plugin_utils.background import ProgressAction
+from ansible_collections.jetson.specdec.plugins.plugin_utils.background import ProgressAction, bench_bounds
 
 
-class ActionModule(ProgressAction, ActionBase):
+class ActionModule(ProgressAction):
 
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
-    _supports_async = True
     MODULE = "jetson.specdec.vllm_bench"
     DEFAULT_LABEL = "benchmark"
-
-    def bound(self, args):
-        """The module stops itself after max_duration; the job may take a little longer to write its result."""
-        duration = int(float(args.get("max_duration") or 3600))
-        return duration + 120, duration + 180
-
-    def run(self, tmp=None, task_vars=None):
-        return self.run_module(super(ActionModule, self).run(tmp, task_vars), task_vars)
+    bound = staticmethod(bench_bounds)

@@ -40,7 +40,5 @@ class ActionModule(ActionBase):
         job = wait_for_job(self, args["jid"], args["progress_path"], args["label"], args["interval"], args["poll"],
                            args["timeout"], async_dir=args["async_dir"],
                            host=(task_vars or {}).get("inventory_hostname", "?"))
-        if job.get("failed") and str(job.get("msg", "")).startswith("could not read"):
-            job["msg"] = "vllm_job_wait: " + job["msg"]
         result.update(job)
         return result

@@ -32,7 +32,11 @@ from ansible_collections.jetson.specdec.plugins.module_utils.launch.plan import 
     launch_plan,
     with_headroom,
 )
-from ansible_collections.jetson.specdec.plugins.plugin_utils.background import run_with_progress
+from ansible_collections.jetson.specdec.plugins.plugin_utils.background import (
+    START_LABEL,
+    run_with_progress,
+    wait_bounds,
+)
 
 ARGS = {
     "launch_input": {"type": "dict", "required": True},
@@ -45,8 +49,6 @@ ARGS = {
     "progress_interval": {"type": "int", "default": 30},
 }
 TEMPLATES = {"unit": "vllm.service.j2", "trial": "vllm.trial.conf.j2"}
-# Where the wait writes its progress when the caller names no file (root's, as the role's).
-DEFAULT_PROGRESS = "/run/jetson-specdec-vllm-start-progress.json"
 # vllm_unit's options the caller gives (the unit or trial text is rendered here).
 UNIT_KEYS = ("service", "unit_path", "trial_path", "restart", "state", "enabled")
 # What a sub-result must not carry into this task's result (the caller's view is this task's).
@@ -143,7 +145,6 @@ class ActionModule(ActionBase):
     def _wait(self, wait, interval, task_vars):
         """vllm_wait in the background, its progress every ``interval`` s; its result, or why it failed."""
         wait = dict((k, v) for k, v in wait.items() if v is not None)
-        timeout = int(wait.setdefault("timeout", 900))
-        wait.setdefault("progress_path", DEFAULT_PROGRESS)
-        return _clean(run_with_progress(self, "jetson.specdec.vllm_wait", wait, task_vars, timeout + 60, "vLLM start",
-                                        interval, timeout + 120))
+        limit, timeout = wait_bounds(wait)
+        return _clean(run_with_progress(self, "jetson.specdec.vllm_wait", wait, task_vars, limit, START_LABEL,
+                                        interval, timeout))

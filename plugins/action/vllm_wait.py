@@ -6,23 +6,11 @@ prints where the start is (plugin_utils/background.py); without it, the module r
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible.plugins.action import ActionBase
-
-from ansible_collections.jetson.specdec.plugins.plugin_utils.background import ProgressAction
+from ansible_collections.jetson.specdec.plugins.plugin_utils.background import ProgressAction, START_LABEL, wait_bounds
 
 
-class ActionModule(ProgressAction, ActionBase):
+class ActionModule(ProgressAction):
 
-    TRANSFERS_FILES = False
-    _supports_check_mode = True
-    _supports_async = True
     MODULE = "jetson.specdec.vllm_wait"
-    DEFAULT_LABEL = "vLLM start"
-
-    def bound(self, args):
-        """The module gives up after its timeout (a crash loop sooner)."""
-        timeout = int(args.get("timeout") or 900)
-        return timeout + 60, timeout + 120
-
-    def run(self, tmp=None, task_vars=None):
-        return self.run_module(super(ActionModule, self).run(tmp, task_vars), task_vars)
+    DEFAULT_LABEL = START_LABEL
+    bound = staticmethod(wait_bounds)

@@ -28,15 +28,12 @@ description:
 author: jetson.specdec contributors (@jetson-specdec)
 extends_documentation_fragment:
   - jetson.specdec.attributes
+  - jetson.specdec.progress
   - jetson.specdec.vllm_server
 attributes:
   check_mode:
     support: full
     details: The benchmark runs in check mode (read-only); O(dest) is not written in check mode.
-  action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-    support: full
-    details: With O(progress_interval) the action runs the module in the background and waits for it on the controller.
 options:
   url:
     description: Base URL of the server, C(http://HOST:PORT) or C(https://HOST:PORT), with or without a trailing C(/v1).
@@ -170,17 +167,6 @@ options:
     type: bool
     default: true
     version_added: 0.2.0
-  progress_interval:
-    description:
-      - Run the benchmark in the background and print a line from O(progress_path) every this many seconds (0 prints
-        none) until it ends, in one task - what an C(async) task and M(jetson.specdec.vllm_job_wait) do in two.
-      - Read by the action plugin on the controller; needs O(progress_path). Not with C(async) on the task (then the
-        module runs as the task says).
-    type: int
-  progress_label:
-    description: What the progress lines call this run (with O(progress_interval)).
-    type: str
-    default: benchmark
   progress_path:
     description:
       - Write the run's progress to this file (JSON, replaced atomically at most every 2 s and at each step) -
@@ -389,7 +375,7 @@ def build_module():
             progress_path=dict(type="path"),
             # the action plugin's (it takes them out before the module runs): documented with the module
             progress_interval=dict(type="int"),
-            progress_label=dict(type="str", default="benchmark"),
+            progress_label=dict(type="str"),
         ),
         supports_check_mode=True,
     )

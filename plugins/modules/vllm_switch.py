@@ -71,7 +71,8 @@ options:
   wait:
     description:
       - Options of M(jetson.specdec.vllm_wait) for the wait after the write (C(url), C(service), C(api_key),
-        C(timeout), C(interval), C(crash_loop_restarts), C(progress_path)).
+        C(timeout), C(interval), C(crash_loop_restarts), C(progress_path)); C(progress_path) is required, the file
+        the wait writes its progress to.
       - Unset, there is no wait; there is none in check mode or when the unit's C(state) is C(stopped) either.
     type: dict
   progress_interval:

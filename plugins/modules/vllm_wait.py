@@ -19,15 +19,12 @@ description:
   - Read-only; never changes anything.
 extends_documentation_fragment:
   - jetson.specdec.attributes
+  - jetson.specdec.progress
   - jetson.specdec.vllm_server
 attributes:
   check_mode:
     support: full
     details: Probes are read-only and run in check mode too.
-  action:
-    description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
-    support: full
-    details: With O(progress_interval) the action runs the module in the background and waits for it on the controller.
 options:
   service:
     description: The systemd unit that runs the server; enables crash-loop detection and journal excerpts.
@@ -48,17 +45,6 @@ options:
     description: How many journal lines to return in RV(journal) on failure (the cause is classified from the whole journal of the start).
     type: int
     default: 60
-  progress_interval:
-    description:
-      - Run the wait in the background and print a line from O(progress_path) every this many seconds (0 prints
-        none) until it ends, in one task - what an C(async) task and M(jetson.specdec.vllm_job_wait) do in two.
-      - Read by the action plugin on the controller; needs O(progress_path). Not with C(async) on the task (then the
-        module runs as the task says).
-    type: int
-  progress_label:
-    description: What the progress lines call this run (with O(progress_interval)).
-    type: str
-    default: vLLM start
   progress_path:
     description:
       - Write the wait's progress to this file after every probe (JSON, replaced atomically) - how long it has
@@ -199,7 +185,7 @@ def main():
             progress_path=dict(type="path"),
             # the action plugin's (it takes them out before the module runs): documented with the module
             progress_interval=dict(type="int"),
-            progress_label=dict(type="str", default="vLLM start"),
+            progress_label=dict(type="str"),
         ),
         supports_check_mode=True,
     )

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Run a module of this collection in the background on a host and wait for it from the controller.
 
-Shared by the actions that wait and speak (vllm_job_wait, vllm_switch): the loop is on the controller,
+Shared by the actions that wait and speak (vllm_bench, vllm_wait, vllm_job_wait, vllm_switch): the loop is on the controller,
 so that one task both waits and prints where the job is, instead of one silent task for up to the
 job's bound or the "FAILED - RETRYING" lines of an ``until`` loop.
 """
@@ -15,6 +15,7 @@ import posixpath
 import time
 
 from ansible.module_utils.six.moves import shlex_quote
+from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.jetson.specdec.plugins.module_utils.bench import progress as bench_progress
@@ -188,20 +189,44 @@ def run_with_progress(action, module_name, module_args, task_vars, limit, label,
                         host=(task_vars or {}).get("inventory_hostname", "?"))
 
 
-class ProgressAction(object):
-    """The run() of an action plugin for a module that can speak while it runs (vllm_bench, vllm_wait).
+def bench_bounds(args):
+    """vllm_bench's (async limit, wait timeout) in seconds: the module stops itself after max_duration; the job
+    may take a little longer to write its result."""
+    duration = int(float(args.get("max_duration") or 3600))
+    return duration + 120, duration + 180
+
+
+def wait_bounds(args):
+    """vllm_wait's (async limit, wait timeout) in seconds: the module gives up after its timeout (a crash loop
+    sooner)."""
+    timeout = int(args.get("timeout") or 900)
+    return timeout + 60, timeout + 120
+
+
+# What the lines call a vLLM start (vllm_wait's, and the wait of jetson.specdec.vllm_switch).
+START_LABEL = "vLLM start"
+
+
+class ProgressAction(ActionBase):
+    """The action plugin of a module that can speak while it runs (vllm_bench, vllm_wait).
 
     With ``progress_interval`` (an option of the action, not sent to the host) the module runs in the background
     and this task prints its progress every ``progress_interval`` s (0: none) until it ends, so one task both
     waits and speaks. Without it, or when the task itself is ``async``, the module runs as any module does.
-    Subclasses set MODULE and bound(args) -> (async limit, wait timeout) in seconds.
+    Subclasses set MODULE, DEFAULT_LABEL and bound(args) -> (async limit, wait timeout) in seconds.
     """
 
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _supports_async = True
     MODULE = None
     DEFAULT_LABEL = "job"
 
     def bound(self, args):
         raise NotImplementedError
+
+    def run(self, tmp=None, task_vars=None):
+        return self.run_module(super(ProgressAction, self).run(tmp, task_vars), task_vars)
 
     def run_module(self, result, task_vars):
         args = dict(self._task.args)

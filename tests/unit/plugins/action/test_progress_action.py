@@ -1,6 +1,6 @@
 """The actions of vllm_bench and vllm_wait: in the background with progress lines, or as any module runs."""
 from ansible_collections.jetson.specdec.plugins.plugin_utils import background
-from ansible_collections.jetson.specdec.plugins.plugin_utils.background import ProgressAction
+from ansible_collections.jetson.specdec.plugins.plugin_utils.background import ProgressAction, bench_bounds, wait_bounds
 
 
 class _Obj(object):
@@ -8,9 +8,10 @@ class _Obj(object):
 
 
 class FakeAction(ProgressAction):
-    """ProgressAction over a recorded ActionBase: what it asks the host is kept, nothing runs."""
+    """vllm_bench's action over a recorded ActionBase: what it asks the host is kept, nothing runs."""
     MODULE = "jetson.specdec.vllm_bench"
     DEFAULT_LABEL = "benchmark"
+    bound = staticmethod(bench_bounds)
 
     def __init__(self, args, async_val=0):
         self._task = _Obj()
@@ -20,9 +21,6 @@ class FakeAction(ProgressAction):
         self._connection._shell = _Obj()
         self._connection._shell.tmpdir = "/tmp/x"
         self.calls = []
-
-    def bound(self, args):
-        return int(args["max_duration"]) + 120, int(args["max_duration"]) + 180
 
     def _execute_module(self, module_name, module_args, task_vars, wrap_async=False):
         self.calls.append(("module", module_name, dict(module_args), wrap_async, self._task.async_val))
@@ -69,3 +67,11 @@ def test_progress_lines_need_the_progress_file():
     action = FakeAction({"max_duration": 60, "progress_interval": 30})
     result = action.run_module({}, {})
     assert result["failed"] and "progress_path" in result["msg"] and not action.calls
+
+
+def test_the_bounds_leave_the_module_time_to_stop_itself_and_write_its_result():
+    # the benchmark stops after max_duration, the wait after its timeout; the job file comes a little later
+    assert bench_bounds({"max_duration": 600.0}) == (720, 780)
+    assert bench_bounds({}) == (3720, 3780)  # the module's default max_duration
+    assert wait_bounds({"timeout": 300}) == (360, 420)
+    assert wait_bounds({}) == (960, 1020)  # the module's default timeout
