@@ -74,6 +74,21 @@ def _fmt(v, spec="{:.2f}"):
     return "-" if v is None else spec.format(v)
 
 
+def _machine() -> str:
+    """The CPU, its cores and the load: the lane's effects are CPU timings, so a failed verdict
+    in a CI log is read next to the machine that measured it."""
+    model = "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    return f"{model}, {os.cpu_count()} cores, load average {load}"
+
+
 def pytest_terminal_summary(terminalreporter):
     if not RESULTS:
         return
@@ -94,11 +109,12 @@ def pytest_terminal_summary(terminalreporter):
     if sims:
         tr.write_line("simulated at build time (HF, k=3): " + ", ".join(
             f"{k} {v['acceptance_rate']:.3f}" for k, v in sims.items()))
-    tr.write_line(f"total lane time: {total:.0f} s")
+    tr.write_line(f"total lane time: {total:.0f} s; machine: {_machine()}")
     out = lane.cache_root() / "vllm-lane-results.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"results": RESULTS, "total_lane_s": round(total, 1),
                                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                               "machine": _machine(),
                                **{k: v for k, v in EXTRA.items() if k != "build"},
                                "simulated_acceptance": sims}, indent=2, default=str) + "\n")
     tr.write_line(f"written to {out}")
