@@ -25,6 +25,7 @@ description:
     switch did, so the role registers it as that fact; a refused or failed switch still returns its launch.
 extends_documentation_fragment:
   - jetson.specdec.attributes
+  - jetson.specdec.launch_plan
 attributes:
   check_mode:
     support: full
@@ -38,20 +39,6 @@ attributes:
     support: full
     details: Plans and renders on the controller; the memory check, the write and the wait run on the host.
 options:
-  launch_input:
-    description: The inputs of the launch plan (the role's C(__vllm_server_launch_input), the filter's argument).
-    type: dict
-    required: true
-  check_memory:
-    description: Check the speculative candidate's memory when the launch applies it and the rules allow it.
-    type: bool
-    default: false
-  memory:
-    description:
-      - Options of M(jetson.specdec.spec_headroom) other than C(speculative_config) and C(gpu_memory_utilization),
-        which come from the plan. Unset (null) options are left out.
-    type: dict
-    default: {}
   trial:
     description: Write the launch as a trial drop-in under /run (a reboot forgets it) instead of the unit under /etc.
     type: bool

@@ -1,0 +1,147 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: vllm_host_info
+short_description: Read what the vllm_server role needs to know about a host before it plans
+version_added: 0.1.0
+description:
+  - Reads, without changing anything, what the preflight of M(jetson.specdec.vllm_server) decides on
+    before it plans a launch, in one task instead of one per read.
+  - The service account O(user) (is it in passwd, its uid) and whether the role's marker file O(account_marker)
+    says the role created it (the role never takes over an account it did not create).
+  - Whether systemd runs the host (C(/run/systemd/system) is a directory, as sd_booted(3) decides) and its version
+    (the unit sets C(ProtectClock=) only from systemd 253 on).
+  - The C(config.json) of the local model directories in O(models) (a hub id is skipped), which the launch plan
+    compares (vocabulary, model type) between a draft and its target.
+author: jetson.specdec contributors (@jetson-specdec)
+extends_documentation_fragment:
+  - jetson.specdec.attributes
+attributes:
+  check_mode:
+    support: full
+    details: Only reads.
+options:
+  user:
+    description: The service account to look up; unset for the container runtime (no account on the host).
+    type: str
+  account_marker:
+    description: The marker file the role writes when it creates O(user).
+    type: path
+  models:
+    description: The target and draft models; the absolute paths among them are read as local directories.
+    type: list
+    elements: str
+    default: []
+"""
+
+EXAMPLES = r"""
+- name: Read the service account, systemd and the local model configs
+  jetson.specdec.vllm_host_info:
+    user: vllm
+    account_marker: /etc/vllm/accounts/vllm
+    models: [/opt/models/Qwen3-8B, /opt/models/Qwen3-0.6B]
+  register: host_info
+"""
+
+RETURN = r"""
+account:
+  description: The service account (all false or null when O(user) is unset).
+  returned: always
+  type: dict
+  contains:
+    name:
+      description: O(user).
+      type: str
+      returned: always
+    exists:
+      description: Whether passwd has the account.
+      type: bool
+      returned: always
+    uid:
+      description: Its uid (null when it does not exist).
+      type: int
+      returned: always
+    created_by_role:
+      description: Whether it exists and the role's marker file is there.
+      type: bool
+      returned: always
+  sample: {name: vllm, exists: true, uid: 998, created_by_role: true}
+systemd:
+  description: Whether systemd runs the host, and its version (null when C(systemctl) is missing or says no number).
+  returned: always
+  type: dict
+  sample: {booted: true, version: 255}
+model_configs:
+  description: The content of each local model directory's C(config.json) that could be read, by directory.
+  returned: always
+  type: dict
+  sample: {/opt/models/Qwen3-8B: {model_type: qwen3, vocab_size: 151936}}
+"""
+
+import os
+import pwd
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.jetson.specdec.plugins.module_utils.launch import host_info
+
+SD_BOOTED_DIR = "/run/systemd/system"
+
+
+def _uid(user):
+    try:
+        return pwd.getpwnam(user).pw_uid
+    except KeyError:
+        return None
+
+
+def _configs(module, paths):
+    configs = {}
+    for path in host_info.local_model_paths(paths):
+        try:
+            with open(os.path.join(path, "config.json")) as handle:
+                text = handle.read()
+        except (IOError, OSError):
+            continue  # not a local directory here (or not readable): the plan describes it from the catalog
+        config, warning = host_info.model_config(path, text)
+        if warning:
+            module.warn(warning)
+        else:
+            configs[path] = config
+    return configs
+
+
+def run(module):
+    params = module.params
+    user = params["user"]
+    uid = _uid(user) if user else None
+    marker = bool(params["account_marker"]) and os.path.exists(params["account_marker"])
+    systemctl = module.get_bin_path("systemctl")
+    version = None
+    if systemctl:
+        rc, out, dummy = module.run_command([systemctl, "--version"])
+        version = host_info.systemd_version(out) if rc == 0 else None
+    module.exit_json(changed=False, account=host_info.account(user, uid, marker),
+                     systemd={"booted": os.path.isdir(SD_BOOTED_DIR), "version": version},
+                     model_configs=_configs(module, params["models"]))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            user=dict(type="str"),
+            account_marker=dict(type="path"),
+            models=dict(type="list", elements="str", default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    run(module)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""vllm_host_info: the account, its marker, systemd and the local model configs, read in one task."""
+import json
+import os
+from unittest import mock
+
+from ansible.module_utils import basic
+
+from ansible_collections.jetson.specdec.plugins.modules import vllm_host_info
+
+from .utils import run_module
+
+
+def _run(tmp_path, args, systemctl="/usr/bin/systemctl", version_out="systemd 252 (252.22-1~deb12u1)\n", rc=0):
+    calls, warnings = [], []
+
+    def run_command(self, cmd, **kwargs):
+        calls.append(cmd)
+        return rc, version_out, ""
+
+    with mock.patch.object(basic.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: systemctl), \
+            mock.patch.object(basic.AnsibleModule, "run_command", run_command), \
+            mock.patch.object(basic.AnsibleModule, "warn", lambda self, text: warnings.append(text)), \
+            mock.patch.object(vllm_host_info, "SD_BOOTED_DIR", str(tmp_path / "run-systemd-system")):
+        failed, result = run_module(vllm_host_info.main, args)
+    assert not failed, result
+    result["warnings"] = warnings
+    return result, calls
+
+
+def test_root_with_the_marker_is_read_as_it_is_and_systemd_is_booted(tmp_path):
+    (tmp_path / "run-systemd-system").mkdir()
+    marker = tmp_path / "marker"
+    marker.write_text("# created by the role\n")
+    result, calls = _run(tmp_path, {"user": "root", "account_marker": str(marker)})
+    # the refusal of a uid-0 account is launch/host_checks.py's; here only what passwd says
+    assert result["account"] == {"name": "root", "exists": True, "uid": 0, "created_by_role": True}
+    assert result["systemd"] == {"booted": True, "version": 252}
+    assert calls == [["/usr/bin/systemctl", "--version"]]
+    assert result["changed"] is False
+
+
+def test_a_missing_account_no_systemctl_and_no_systemd(tmp_path):
+    result, calls = _run(tmp_path, {"user": "no-such-user-jetson-specdec", "account_marker": str(tmp_path / "m")},
+                         systemctl=None)
+    assert result["account"]["exists"] is False and result["account"]["uid"] is None
+    assert result["systemd"] == {"booted": False, "version": None}  # the role's host.no_systemd refusal
+    assert calls == []
+
+
+def test_the_container_runtime_reads_no_account(tmp_path):
+    result, dummy = _run(tmp_path, {}, rc=1)
+    assert result["account"] == {"name": None, "exists": False, "uid": None, "created_by_role": False}
+    assert result["systemd"]["version"] is None  # systemctl failed: unknown
+
+
+def test_local_model_configs_are_read_and_a_broken_one_is_left_out(tmp_path):
+    target, draft, broken = tmp_path / "target", tmp_path / "draft", tmp_path / "broken"
+    for path in (target, draft, broken):
+        path.mkdir()
+    (target / "config.json").write_text(json.dumps({"model_type": "llama", "vocab_size": 1024}))
+    (draft / "config.json").write_text(json.dumps({"model_type": "llama", "vocab_size": 1024, "num_hidden_layers": 1}))
+    (broken / "config.json").write_text("{")
+    models = [str(target), str(draft), str(broken), str(tmp_path / "absent"), "Qwen/Qwen3-0.6B"]
+    result, dummy = _run(tmp_path, {"models": models})
+    assert sorted(result["model_configs"]) == sorted([str(target), str(draft)])
+    assert result["model_configs"][str(draft)]["num_hidden_layers"] == 1
+    assert any(os.path.join(str(broken), "config.json") in w for w in result.get("warnings", []))
