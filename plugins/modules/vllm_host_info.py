@@ -104,7 +104,8 @@ def _configs(module, paths):
     configs = {}
     for path in host_info.local_model_paths(paths):
         try:
-            with open(os.path.join(path, "config.json")) as handle:
+            # bytes: json detects the encoding, and an undecodable file is a ValueError like bad JSON
+            with open(os.path.join(path, "config.json"), "rb") as handle:
                 text = handle.read()
         except (IOError, OSError):
             continue  # not a local directory here (or not readable): the plan describes it from the catalog

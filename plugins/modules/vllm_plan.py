@@ -13,8 +13,8 @@ version_added: 0.1.0
 author: jetson.specdec contributors (@jetson-specdec)
 description:
   - The planning step of the C(jetson.specdec.vllm_server) role's preflight, as one task. Nothing on the host changes.
-  - Plans the baseline and the speculative candidate from O(launch_input) exactly as the
-    C(jetson.specdec.vllm_server_launch) filter does (the board's rules, the catalog, the fallback ladder, the URL).
+  - Plans the baseline and the speculative candidate from O(launch_input) (the board's rules, the catalog, the
+    fallback ladder, the URL).
   - With O(check_memory), checks the candidate's memory on the host with M(jetson.specdec.spec_headroom) when the
     rules allow the candidate, and folds the answer into the plan (a candidate that does not fit is refused, with
     the headroom the fallback ladder reads).

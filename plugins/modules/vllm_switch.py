@@ -14,7 +14,7 @@ author: jetson.specdec contributors (@jetson-specdec)
 description:
   - The step behind the C(switch) entry point of the C(jetson.specdec.vllm_server) role, which a rollout runs
     for each arm it measures (the baseline, a rung of the fallback ladder, another k) and for keep or revert.
-  - Plans the launch from O(launch_input) exactly as the C(jetson.specdec.vllm_server_launch) filter does, checks
+  - Plans the launch from O(launch_input) exactly as M(jetson.specdec.vllm_plan) does in the role's preflight, checks
     the speculative candidate's memory on the host with M(jetson.specdec.spec_headroom) when O(check_memory) is
     true, and fails before anything on the host changes when the rules or the memory check refuse the launch.
   - Writes the launch unit, or with O(trial) a runtime drop-in that overrides its C(ExecStart=), from the role's

@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Plan a launch and check the candidate's memory: the step vllm_plan is and vllm_switch starts with.
 
-1. the plan: launch/plan.py, as the jetson.specdec.vllm_server_launch filter computes it;
+1. the plan: launch/plan.py (launch_plan), from the role's __vllm_server_launch_input;
 2. the candidate's memory: jetson.specdec.spec_headroom on the host, folded in (launch/plan.with_headroom),
    when the candidate is allowed and the caller asks for the check;
 3. the refusal: the applied arm's refusals (rules or memory) are the step's failure, before anything on
@@ -89,7 +89,7 @@ def plan_step(action, args, task_vars, who):
     if needs_memory_check(launch, args["check_memory"]):
         headroom = clean(run_module(action, "jetson.specdec.spec_headroom",
                                     memory_args(launch, args["memory"], args["reclaim_baseline"]), task_vars))
-        # a skipped check changes nothing (as the role's filter jetson.specdec.vllm_server_launch_headroom)
+        # a skipped check (spec_headroom found nothing to check) changes nothing
         launch = with_headroom(launch, None if headroom.get("skipped") else headroom)
     result.update(launch, memory_check=headroom)
     if launch["refusals"]:

@@ -38,7 +38,7 @@ def local_model_paths(paths):
 
 
 def model_config(path, text):
-    """(config, warning): a config.json's content as a dict, or why it is left out of the comparison."""
+    """(config, warning): a config.json's content (text or bytes) as a dict, or why it is left out of the comparison."""
     try:
         data = json.loads(text)
     except ValueError as exc:

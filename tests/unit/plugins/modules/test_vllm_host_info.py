@@ -60,8 +60,12 @@ def test_local_model_configs_are_read_and_a_broken_one_is_left_out(tmp_path):
     (target / "config.json").write_text(json.dumps({"model_type": "llama", "vocab_size": 1024}))
     (draft / "config.json").write_text(json.dumps({"model_type": "llama", "vocab_size": 1024, "num_hidden_layers": 1}))
     (broken / "config.json").write_text("{")
-    models = [str(target), str(draft), str(broken), str(tmp_path / "absent"), "Qwen/Qwen3-0.6B"]
+    latin = tmp_path / "latin"
+    latin.mkdir()
+    (latin / "config.json").write_bytes(b'{"model_type": "\xe9"}')  # not UTF-8: skipped, not a crash
+    models = [str(target), str(draft), str(broken), str(latin), str(tmp_path / "absent"), "Qwen/Qwen3-0.6B"]
     result, dummy = _run(tmp_path, {"models": models})
     assert sorted(result["model_configs"]) == sorted([str(target), str(draft)])
     assert result["model_configs"][str(draft)]["num_hidden_layers"] == 1
-    assert any(os.path.join(str(broken), "config.json") in w for w in result.get("warnings", []))
+    for bad in (broken, latin):
+        assert any(os.path.join(str(bad), "config.json") in w for w in result["warnings"]), result["warnings"]
