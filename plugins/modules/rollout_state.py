@@ -37,6 +37,8 @@ options:
         fresh lock held by anyone else (even with the same O(owner)) fails the task; a lock without a heartbeat
         for longer than O(lock_timeout) (or the timeout its holder declared, whichever is larger) is taken over
         with a warning. Taking over is atomic; of two runs that find the same stale lock, one gets it.
+      - With O(config), V(lock) also reads the state under the lock and returns C(needs_rollout) as V(read) does (a
+        host another run converged while this one waited is left alone).
       - V(refresh) is the heartbeat of the holder of O(token), to call between long steps. It fails when the lock
         is gone or belongs to someone else (taken over or broken by hand), so the rollout must stop.
       - V(unlock) removes the lock if O(token) holds it, or any lock with O(force=true). Unlocking with O(owner)
@@ -60,6 +62,8 @@ options:
     description:
       - The C(lock.token) returned by O(state=lock). Required for O(state=refresh); identifies the holder for
         O(state=unlock).
+      - With O(state=write), the write is also the lock's heartbeat, and it fails, writing nothing, when the lock
+        is no longer this holder's.
     type: str
   controller:
     description: Name of the controller taking the lock, shown to whoever finds the lock held.
@@ -78,10 +82,16 @@ options:
         holds as long as the role calls O(state=refresh) between steps.
     type: list
     elements: int
+  break_lock:
+    description:
+      - With O(state=lock), first remove whatever lock is there (the lock of an interrupted run the operator
+        knows is dead), then take it. The removed lock is returned as C(broken), for the record.
+    type: bool
+    default: false
   force:
     description:
       - With O(state=unlock), remove the lock whoever holds it.
-      - With O(state=read) and O(config), report C(needs_rollout=true) even on a converged host.
+      - With O(state=read) or O(state=lock) and O(config), report C(needs_rollout=true) even on a converged host.
     type: bool
     default: false
   config:
@@ -149,7 +159,8 @@ EXAMPLES = r"""
     owner: 20261201T020000-canary
     controller: "{{ lookup('ansible.builtin.pipe', 'hostname') }}"
     lock_steps: [600, 1800]  # the longest health wait and benchmark: the timeout is at least twice the longest
-  register: rollout_state_lock
+    config: {baseline: ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"], method: eagle3, k: 5}
+  register: rollout_state_lock  # needs_rollout again, under the lock
   when: rollout_state_read.needs_rollout
 
 - name: Heartbeat between long steps
@@ -166,6 +177,7 @@ EXAMPLES = r"""
     verdict: {decision: keep, reasons: ["Throughput at concurrency 1 rose 41.2% (28.1 -> 39.7 tok/s)."]}
     info: {method: eagle3, model: meta-llama/Llama-3.1-8B-Instruct, family: thor, simulated: false}
     textfile_dir: /var/lib/node_exporter/textfile_collector
+    token: "{{ rollout_state_lock.lock.token }}"  # also the lock's heartbeat
   when: rollout_state_read.needs_rollout
 
 - name: Release the lock (in an always section)
@@ -178,6 +190,12 @@ EXAMPLES = r"""
   jetson.specdec.rollout_state:
     state: unlock
     force: true
+
+- name: Or clear it and take it in one step
+  jetson.specdec.rollout_state:
+    state: lock
+    owner: 20261201T030000-retry
+    break_lock: true
 """
 
 RETURN = r"""
@@ -208,17 +226,21 @@ config_hash:
   type: str
 needs_rollout:
   description: Whether the host must go through a rollout for O(config).
-  returned: when O(config) is given with O(state=read)
+  returned: when O(config) is given with O(state=read) or O(state=lock)
   type: bool
 needs_rollout_reason:
   description: Why (or why not), in one sentence.
-  returned: when O(config) is given with O(state=read)
+  returned: when O(config) is given with O(state=read) or O(state=lock)
   type: str
 lock:
   description:
     - Lock holder C({owner, controller, token, started_at, refreshed_at, timeout, pid}) taken, refreshed or
       released (null when there was no lock to release). C(pid) is the module's process on the host.
   returned: with O(state=lock), O(state=refresh) or O(state=unlock)
+  type: dict
+broken:
+  description: The lock O(break_lock) removed (its holder), or null when there was none.
+  returned: with O(state=lock) and O(break_lock=true)
   type: dict
 lock_held:
   description:
@@ -299,6 +321,21 @@ def _lock_action(module, p, lock_path, now, result):
     result.update(changed=changed, lock=holder)
 
 
+def _read_under_lock(module, p, lock_path, now, result):
+    """The state as this run will find it, read under the lock just taken. A state file that cannot be
+    read (a newer schema, say) fails like read does, and the lock is released first: nobody else would."""
+    try:
+        stored, warnings = read_state(p["path"], now)
+    except StateError:
+        if not module.check_mode and result.get("lock"):
+            rollout_lock.release(lock_path, token=result["lock"]["token"])
+        raise
+    for w in warnings:
+        module.warn(w)
+    needed, reason = needs_rollout(stored, result["config_hash"], p["force"])
+    result.update(rollout_state=stored, needs_rollout=needed, needs_rollout_reason=reason)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -311,6 +348,7 @@ def main():
             lock_timeout=dict(type="int"),
             lock_steps=dict(type="list", elements="int"),
             force=dict(type="bool", default=False),
+            break_lock=dict(type="bool", default=False),
             config=dict(type="dict"),
             status=dict(type="str", choices=["pending", "kept", "reverted", "refused", "baseline", "failed"]),
             last_good=dict(type="dict"),
@@ -346,14 +384,24 @@ def main():
                 needed, reason = needs_rollout(stored, result["config_hash"], p["force"])
                 result.update(needs_rollout=needed, needs_rollout_reason=reason)
         elif p["state"] == "write":
+            if p["token"]:
+                rollout_lock.refresh(lock_path, p["token"], now, check_mode=module.check_mode)
             _write(module, p, now, result)
         else:
+            if p["state"] == "lock" and p["break_lock"]:
+                dummy, result["broken"], warnings = rollout_lock.release(
+                    lock_path, force=True, check_mode=module.check_mode)
+                for w in warnings:
+                    module.warn(w)
             _lock_action(module, p, lock_path, now, result)
-            try:
-                result["rollout_state"] = read_state(p["path"], now)[0]
-            except StateError:
-                # The lock works whatever the state file holds; read/write report that.
-                result["rollout_state"] = None
+            if p["state"] == "lock" and p["config"] is not None:
+                _read_under_lock(module, p, lock_path, now, result)
+            else:
+                try:
+                    result["rollout_state"] = read_state(p["path"], now)[0]
+                except StateError:
+                    # The lock works whatever the state file holds; read/write report that.
+                    result["rollout_state"] = None
     except LockHeld as exc:
         # The role words "wait or break the lock" only for this failure, not for a full disk.
         module.fail_json(msg=str(exc), lock_held=True, holder=exc.holder, **result)

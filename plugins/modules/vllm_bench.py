@@ -174,6 +174,13 @@ options:
       - For a benchmark started with C(async) and C(poll=0) and waited for by M(jetson.specdec.vllm_job_wait),
         which prints it as it goes. Not written in check mode.
     type: path
+  heartbeat:
+    description:
+      - Before the benchmark starts, refresh this rollout lock (M(jetson.specdec.rollout_state) with
+        O(jetson.specdec.rollout_state#module:state=refresh)), with C(path) (the state file) and C(token) (the lock's token).
+      - When the lock is no longer this run's (taken over, broken by hand), the task fails and nothing is
+        measured. Done by the action plugin on the controller, one module call on the host.
+    type: dict
   conditions_root:
     description:
       - Root the condition files are read under. Keep C(/) on a real board; a simulated board's sysroot
@@ -376,6 +383,7 @@ def build_module():
             # the action plugin's (it takes them out before the module runs): documented with the module
             progress_interval=dict(type="int"),
             progress_label=dict(type="str"),
+            heartbeat=dict(type="dict"),
         ),
         supports_check_mode=True,
     )

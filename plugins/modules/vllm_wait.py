@@ -29,6 +29,13 @@ options:
   service:
     description: The systemd unit that runs the server; enables crash-loop detection and journal excerpts.
     type: str
+  unit_missing_ok:
+    description:
+      - When systemd does not know O(service) (no unit file, C(LoadState=not-found)), return at once with
+        RV(unit_missing=true) instead of failing (there is no server to wait for). For a check before the first
+        deploy, such as the rollout's look at the running service before it changes anything.
+    type: bool
+    default: false
   timeout:
     description: Seconds to wait in total.
     type: int
@@ -111,6 +118,10 @@ stopped_at_monotonic:
   returned: success
   type: float
   sample: 86412.305
+unit_missing:
+  description: V(true) when O(unit_missing_ok) found no unit named O(service); nothing was probed.
+  returned: when O(unit_missing_ok=true) and the unit does not exist
+  type: bool
 cause:
   description: Why the server did not come up (only on failure).
   returned: failure
@@ -141,7 +152,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.vllm.failure import
 from ansible_collections.jetson.specdec.plugins.module_utils.vllm.start_progress import snapshot
 from ansible_collections.jetson.specdec.plugins.module_utils.common.atomic import atomic_write_json
 
-SHOW_PROPS = ["ActiveState", "SubState", "NRestarts", "ExecMainStatus", "Result", "ActiveExitTimestampMonotonic",
+SHOW_PROPS = ["LoadState", "ActiveState", "SubState", "NRestarts", "ExecMainStatus", "Result", "ActiveExitTimestampMonotonic",
               "ActiveEnterTimestampMonotonic"]
 
 
@@ -181,6 +192,7 @@ def main():
             timeout=dict(type="int", default=900),
             interval=dict(type="int", default=5),
             crash_loop_restarts=dict(type="int", default=3),
+            unit_missing_ok=dict(type="bool", default=False),
             journal_lines=dict(type="int", default=60),
             progress_path=dict(type="path"),
             # the action plugin's (it takes them out before the module runs): documented with the module
@@ -200,6 +212,9 @@ def main():
     deadline = start + max(p["timeout"], 1)
     restarts_at_start = 0
     props = unit_props(module, p["service"]) if p["service"] else {}
+    if p["unit_missing_ok"] and props.get("LoadState") == "not-found":
+        module.exit_json(changed=False, unit_missing=True, elapsed=0.0,
+                         msg="systemd has no unit %s: there is no server to wait for" % p["service"])
     try:
         restarts_at_start = int(props.get("NRestarts", "0"))
     except ValueError:

@@ -228,8 +228,8 @@ class ProgressAction(ActionBase):
     def run(self, tmp=None, task_vars=None):
         return self.run_module(super(ProgressAction, self).run(tmp, task_vars), task_vars)
 
-    def run_module(self, result, task_vars):
-        args = dict(self._task.args)
+    def run_module(self, result, task_vars, args=None):
+        args = dict(self._task.args if args is None else args)
         interval = args.pop("progress_interval", None)
         label = args.pop("progress_label", None) or self.DEFAULT_LABEL
         if interval is None or self._task.async_val:

@@ -152,3 +152,44 @@ def test_argument_errors(tmp_path):
     assert failed and "token" in result["msg"]
     failed, result = run(tmp_path, state="write", config={})
     assert failed and "non-empty dict" in result["msg"]
+
+
+def test_lock_with_config_reads_the_state_under_the_lock(tmp_path):
+    """One task takes the lock and says whether the host still needs a rollout (another run may have
+    converged it while this one waited for its batch)."""
+    failed, result = run(tmp_path, state="lock", owner="run-1", config=CONFIG)
+    assert not failed and result["needs_rollout"] is True and result["lock"]["owner"] == "run-1"
+    token = result["lock"]["token"]
+    assert not run(tmp_path, state="write", status="kept", config=CONFIG, token=token)[0]
+    assert not run(tmp_path, state="unlock", token=token)[0]
+    failed, result = run(tmp_path, state="lock", owner="run-2", config=CONFIG)
+    assert not failed and result["needs_rollout"] is False and result["rollout_state"]["status"] == "kept"
+    failed, result = run(tmp_path, state="lock", owner="run-3", config=CONFIG, force=True, break_lock=True)
+    assert not failed and result["needs_rollout"] is True  # force: judged again even when converged
+
+
+def test_break_lock_takes_over_a_held_lock_and_returns_it(tmp_path):
+    token = run(tmp_path, state="lock", owner="run-1", controller="ctl-a")[1]["lock"]["token"]
+    failed, result = run(tmp_path, state="lock", owner="run-2")
+    assert failed and result["lock_held"] is True  # without break_lock the lock is respected
+    failed, result = run(tmp_path, state="lock", owner="run-2", break_lock=True)
+    assert not failed and result["broken"]["token"] == token and result["lock"]["owner"] == "run-2"
+    # the broken run's heartbeat (a benchmark's, a state write's) now fails, and its write writes nothing
+    failed, result = run(tmp_path, state="write", status="kept", token=token)
+    assert failed and "run-2" in result["msg"]
+    assert not (tmp_path / "state" / "state.json").exists()
+    failed, result = run(tmp_path, state="lock", owner="run-3", break_lock=True)
+    assert not failed and result["broken"]["owner"] == "run-2"
+    (tmp_path / "state" / "rollout.lock").unlink()
+    failed, result = run(tmp_path, state="lock", owner="run-4", break_lock=True)
+    assert not failed and result["broken"] is None  # nothing to break
+
+
+def test_a_state_file_that_cannot_be_read_under_the_lock_releases_it(tmp_path):
+    """The lock task fails (nothing else would release the lock: the role releases only a lock it holds)."""
+    path = tmp_path / "state" / "state.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"schema_version": 99, "status": "kept"}))
+    failed, result = run(tmp_path, state="lock", owner="run-1", config=CONFIG)
+    assert failed and "newer" in result["msg"] and result["lock_held"] is False
+    assert not (tmp_path / "state" / "rollout.lock").exists()

@@ -68,3 +68,23 @@ def test_a_ready_server_reports_the_gap_of_the_restart_it_followed():
     assert not failed, result
     assert result["models"] == ["m"] and 29.0 <= result["serving_gap_s"] <= 40.0, result
     assert abs(result["stopped_at_monotonic"] - (now - 30)) < 0.01
+
+
+def test_a_missing_unit_is_nothing_to_wait_for_only_when_asked():
+    """The rollout's look at the running service before it changes anything: a host without the unit
+    (never deployed) is not unhealthy. Without unit_missing_ok the wait fails as before."""
+    missing = ["LoadState=not-found\nActiveState=inactive\nSubState=dead\nNRestarts=0\n"]
+    with mock.patch.object(basic.AnsibleModule, "run_command", _fake_run_command(list(missing))), \
+            mock.patch.object(basic.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: "/usr/bin/" + name):
+        failed, result = run_module(vllm_wait.main, {"url": "http://127.0.0.1:9", "service": "vllm",
+                                                     "timeout": 30, "interval": 1, "unit_missing_ok": True})
+        assert not failed and result["unit_missing"] is True and "models" not in result
+        failed, result = run_module(vllm_wait.main, {"url": "http://127.0.0.1:9", "service": "vllm",
+                                                     "timeout": 30, "interval": 1})
+        assert failed and "not running" in result["msg"]
+    loaded = ["LoadState=loaded\nActiveState=inactive\nSubState=dead\nNRestarts=0\n"]
+    with mock.patch.object(basic.AnsibleModule, "run_command", _fake_run_command(loaded)), \
+            mock.patch.object(basic.AnsibleModule, "get_bin_path", lambda self, name, *a, **k: "/usr/bin/" + name):
+        failed, result = run_module(vllm_wait.main, {"url": "http://127.0.0.1:9", "service": "vllm",
+                                                     "timeout": 30, "interval": 1, "unit_missing_ok": True})
+    assert failed and "not running" in result["msg"]  # a unit that exists and is down is unhealthy

@@ -1,0 +1,67 @@
+"""rollout_publish: the finished record in the run's spool and in the run's custom stats, one task on the controller."""
+import json
+import os
+
+import pytest
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.jetson.specdec.plugins.action import rollout_publish
+from ansible_collections.jetson.specdec.plugins.module_utils.record.names import UnsafeName
+
+RECORD = {"host": "thor-01", "status": "kept", "simulated": True}
+
+
+def test_the_record_is_finished_and_spooled_atomically(tmp_path):
+    spool = str(tmp_path / "run" / "hosts")
+    record, path = rollout_publish.publish(RECORD, spool, "thor-01", started=100.0, now=142.25)
+    assert path == os.path.join(spool, "thor-01.json")
+    assert record["timings"] == {"seconds": 42.2} and "timings" not in RECORD  # the input is not changed
+    with open(path) as handle:
+        assert json.load(handle) == record
+    assert os.listdir(spool) == ["thor-01.json"]  # no temporary file left beside it
+    record, dummy = rollout_publish.publish(RECORD, spool, "thor-01")
+    assert record["timings"] == {"seconds": None}  # no start known (a check that failed first)
+
+
+@pytest.mark.parametrize("host", ["../etc", "a/b", "..", "-x", "bad\nname"])
+def test_a_host_name_that_is_no_file_name_is_refused_before_anything_is_written(tmp_path, host):
+    with pytest.raises(UnsafeName) as err:
+        rollout_publish.publish(RECORD, str(tmp_path / "hosts"), host)
+    assert "inventory host name" in str(err.value)
+    assert not (tmp_path / "hosts").exists()
+
+
+class _Obj(object):
+    pass
+
+
+def _action(args, check_mode=False):
+    action = rollout_publish.ActionModule.__new__(rollout_publish.ActionModule)
+    action._task = _Obj()
+    action._task.args, action._task.check_mode = dict(args), check_mode
+    action.validate_argument_spec = lambda argument_spec: (None, dict(
+        dict((k, v.get("default")) for k, v in argument_spec.items()), **args))
+    return action
+
+
+def test_the_action_returns_the_record_and_the_stats_the_summary_callback_reads(tmp_path, monkeypatch):
+    monkeypatch.setattr(ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
+    spool = str(tmp_path / "hosts")
+    result = _action({"record": RECORD, "spool_dir": spool, "started": 1.0}).run(task_vars={"inventory_hostname": "thor-01"})
+    assert not result.get("failed") and result["changed"] is False
+    assert result["ansible_stats"] == {"data": {"jetson_specdec": {"thor-01": result["record"]}},
+                                       "per_host": False, "aggregate": True}
+    assert os.path.exists(os.path.join(spool, "thor-01.json"))
+    # a queued host: spooled, not summarised (its final record comes later in the run)
+    result = _action({"record": RECORD, "spool_dir": spool, "stats": False}).run(task_vars={"inventory_hostname": "agx-01"})
+    assert "ansible_stats" not in result and os.path.exists(os.path.join(spool, "agx-01.json"))
+
+
+def test_the_action_fails_with_the_rule_and_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setattr(ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
+    result = _action({"record": RECORD, "spool_dir": str(tmp_path)}).run(task_vars={"inventory_hostname": "a/b"})
+    assert result["failed"] and "path separator" in result["msg"]
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    result = _action({"record": RECORD, "spool_dir": str(blocker / "hosts")}).run(task_vars={"inventory_hostname": "h"})
+    assert result["failed"] and "rollout_report_dir" in result["msg"]
