@@ -75,6 +75,9 @@ def render_entry(role, name, spec, same_as=None):
     if same_as:
         lines.append("Same %d variables as the entry point `%s`." % (len(options), same_as))
         return lines
+    if not options:
+        lines.append("No variables of its own (the argument spec checks none).")
+        return lines
     lines.append("| variable | type | default | description |")
     lines.append("|---|---|---|---|")
     for var in sorted(options):
