@@ -306,8 +306,13 @@ def _lock_action(module, p, lock_path, now, result):
             timeout = derived if timeout is None else max(timeout, derived)
         elif timeout is None:
             timeout = rollout_lock.DEFAULT_TIMEOUT
-        changed, holder, warnings = rollout_lock.acquire(lock_path, p["owner"], p["controller"], now, timeout,
-                                                         token=p["token"], check_mode=module.check_mode)
+        if p["break_lock"]:
+            holder, result["broken"] = rollout_lock.take_over(lock_path, p["owner"], p["controller"], now, timeout,
+                                                              check_mode=module.check_mode)
+            changed, warnings = True, []
+        else:
+            changed, holder, warnings = rollout_lock.acquire(lock_path, p["owner"], p["controller"], now, timeout,
+                                                             token=p["token"], check_mode=module.check_mode)
     elif p["state"] == "refresh":
         holder = rollout_lock.refresh(lock_path, p["token"], now, timeout=p["lock_timeout"],
                                       check_mode=module.check_mode)
@@ -388,11 +393,6 @@ def main():
                 rollout_lock.refresh(lock_path, p["token"], now, check_mode=module.check_mode)
             _write(module, p, now, result)
         else:
-            if p["state"] == "lock" and p["break_lock"]:
-                dummy, result["broken"], warnings = rollout_lock.release(
-                    lock_path, force=True, check_mode=module.check_mode)
-                for w in warnings:
-                    module.warn(w)
             _lock_action(module, p, lock_path, now, result)
             if p["state"] == "lock" and p["config"] is not None:
                 _read_under_lock(module, p, lock_path, now, result)

@@ -216,6 +216,27 @@ def acquire(path, owner, controller, now, timeout=DEFAULT_TIMEOUT, token=None, c
     return changed, result, warnings
 
 
+def take_over(path, owner, controller, now, timeout=DEFAULT_TIMEOUT, check_mode=False):
+    """Take the lock whoever holds it (rollout_break_lock: the operator knows that run is dead), in one step
+    under the guard, so no third run can slip in between. Returns (holder, broken): the new holder and the
+    lock it replaced (None when there was none)."""
+    if not owner:
+        raise StateError("the lock needs an owner (the run id) to tell a human who holds it")
+    path = os.path.abspath(path)
+    payload = {"owner": owner, "controller": controller, "token": new_token(),
+               "started_at": iso(now), "refreshed_at": iso(now), "timeout": int(timeout), "pid": os.getpid()}
+    if check_mode:
+        return payload, read_holder(path)
+    ensure_private_dir(os.path.dirname(path))
+    with guarded(path):
+        broken = read_holder(path)
+        try:
+            _write_new(path, payload, replace=broken is not None)
+        except OSError as exc:
+            raise StateError(describe_os_error("write the rollout lock", path, exc))
+    return payload, broken
+
+
 def _acquire_decision(path, holder, payload, now, timeout, token, check_mode=False):
     if holder is None:
         return True, payload, []

@@ -144,3 +144,18 @@ def test_lock_timeout_from_the_configured_durations(steps, heartbeat, expected):
 def test_lock_timeout_rejects_negative_steps():
     with pytest.raises(StateError, match=">= 0"):
         rl.lock_timeout_for([10, -1])
+
+
+def test_take_over_replaces_a_fresh_lock_in_one_step_and_check_mode_changes_nothing(tmp_path):
+    path = str(tmp_path / "state" / "rollout.lock")
+    dummy, first, dummy_w = rl.acquire(path, "run-1", "ctl-a", NOW)
+    holder, broken = rl.take_over(path, "run-2", "ctl-b", NOW, check_mode=True)
+    assert broken["token"] == first["token"] and holder["owner"] == "run-2"
+    assert rl.read_holder(path)["token"] == first["token"]  # check mode: the old lock is still there
+    holder, broken = rl.take_over(path, "run-2", "ctl-b", NOW)
+    assert broken["token"] == first["token"] and rl.read_holder(path)["token"] == holder["token"] != first["token"]
+    with pytest.raises(StateError):
+        rl.refresh(path, first["token"], NOW)  # the broken run's next heartbeat stops it
+    os.unlink(path)
+    holder, broken = rl.take_over(path, "run-3", "ctl-c", NOW)
+    assert broken is None and rl.read_holder(path)["owner"] == "run-3"

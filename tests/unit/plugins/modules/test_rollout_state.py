@@ -172,6 +172,8 @@ def test_break_lock_takes_over_a_held_lock_and_returns_it(tmp_path):
     token = run(tmp_path, state="lock", owner="run-1", controller="ctl-a")[1]["lock"]["token"]
     failed, result = run(tmp_path, state="lock", owner="run-2")
     assert failed and result["lock_held"] is True  # without break_lock the lock is respected
+    failed, result = run(tmp_path, state="lock", owner="run-2", break_lock=True, _ansible_check_mode=True)
+    assert not failed and result["changed"] and result["broken"]["token"] == token  # check mode: what it would do
     failed, result = run(tmp_path, state="lock", owner="run-2", break_lock=True)
     assert not failed and result["broken"]["token"] == token and result["lock"]["owner"] == "run-2"
     # the broken run's heartbeat (a benchmark's, a state write's) now fails, and its write writes nothing
