@@ -84,8 +84,8 @@ options:
     elements: int
   break_lock:
     description:
-      - With O(state=lock), first remove whatever lock is there (the lock of an interrupted run the operator
-        knows is dead), then take it. The removed lock is returned as C(broken), for the record.
+      - With O(state=lock), take the lock over whoever holds it (the lock of an interrupted run the operator
+        knows is dead), in one step under the guard. The replaced lock is returned as C(broken), for the record.
     type: bool
     default: false
   force:
