@@ -34,14 +34,34 @@ def describe(snap, now, label):
     return bench_progress.describe(snap, now, label)
 
 
-def next_wait(looks, poll, interval, remaining):
+def next_wait(looks, poll, interval, remaining, eta=None, line_in=None):
     """Seconds to sleep before look number ``looks + 1``: 1 s, 2 s, 3 s ... up to ``poll``.
 
     A start on a warm cache or a short benchmark ends in seconds; looking sooner at first notices it
-    within about a second instead of a whole ``poll``, while a 20-minute job still costs one look per
-    ``poll``. Never longer than ``interval`` (a line is due) or the time left before the timeout.
+    within about a second instead of a whole ``poll``. A job that says how long it has left (``eta``,
+    a benchmark's pace so far) is looked at again after half of that: a 20-minute benchmark costs
+    one look per progress line and a few near its end, not one per ``poll``; an estimate up to twice
+    too long still looks before the end. Never later than the next progress line (``line_in``, else
+    ``interval``) or the time left before the timeout.
     """
-    return max(1, min(looks + 1, poll, interval or poll, remaining))
+    wait = min(looks + 1, poll)
+    if eta is not None and eta / 2.0 > wait:
+        wait = eta / 2.0
+    if interval:
+        wait = min(wait, interval if line_in is None else line_in)
+    return max(1, min(wait, remaining))
+
+
+def job_eta(status):
+    """Seconds a running job has left by its own progress (a benchmark's pace), or None (a vLLM start
+    has no estimate)."""
+    snap = status.get("progress")
+    if not isinstance(snap, dict) or snap.get("kind", "bench") != "bench" or status.get("now") is None:
+        return None
+    try:
+        return bench_progress.eta_seconds(snap, float(status["now"]))
+    except (TypeError, ValueError):  # a progress file this collection did not write
+        return None
 
 
 # One look at the host is one shell command, no Python there: a poll every few seconds of every
@@ -129,13 +149,15 @@ def async_job_dir(action, async_dir=None):
     return action._remote_expand_user(async_dir or action.get_shell_option("async_dir", default="~/.ansible_async"))
 
 
-def wait_for_job(action, jid, progress_path, label, interval, poll, timeout, async_dir=None, host="?"):
+def wait_for_job(action, jid, progress_path, label, interval, poll, timeout, async_dir=None, host="?", job_path=None):
     """Wait for the async job ``jid``, printing a line every ``interval`` seconds; return the job's own result.
 
-    The job's files are collected once it has finished. A job that is missing, or that does not finish within
-    ``timeout`` seconds, is a failed result that says so (with its last progress).
+    ``job_path`` is the job's file when the start said where it is (async_wrapper's ``results_file``): then
+    the host is not asked where its async directory is. The job's files are collected once it has finished.
+    A job that is missing, or that does not finish within ``timeout`` seconds, is a failed result that says
+    so (with its last progress).
     """
-    job_path = posixpath.join(async_job_dir(action, async_dir), jid)
+    job_path = job_path or posixpath.join(async_job_dir(action, async_dir), jid)
     paths = look_paths(job_path, progress_path)
     start = last_line = time.time()
     looks = 0
@@ -162,7 +184,8 @@ def wait_for_job(action, jid, progress_path, label, interval, poll, timeout, asy
         if interval and now - last_line >= interval:
             last_line = now
             display.display("%s: %s" % (host, describe(status.get("progress"), status.get("now") or now, label)))
-        time.sleep(next_wait(looks, poll, interval, timeout - (now - start)))
+        time.sleep(next_wait(looks, poll, interval, timeout - (now - start), eta=job_eta(status),
+                             line_in=last_line + interval - now if interval else None))
         looks += 1
 
 
@@ -185,8 +208,11 @@ def run_with_progress(action, module_name, module_args, task_vars, limit, label,
     if started.get("failed") or not started.get("ansible_job_id"):
         return {"failed": True, "msg": "%s did not start in the background: %s"
                                        % (module_name, started.get("msg") or started)}
+    # An absolute results_file is the job's file; anything else (a relative path) is looked up as before.
+    results_file = started.get("results_file")
     return wait_for_job(action, started["ansible_job_id"], progress_path, label, interval, poll, timeout,
-                        host=(task_vars or {}).get("inventory_hostname", "?"))
+                        host=(task_vars or {}).get("inventory_hostname", "?"),
+                        job_path=results_file if posixpath.isabs(results_file or "") else None)
 
 
 def bench_bounds(args):

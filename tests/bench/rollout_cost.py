@@ -8,7 +8,7 @@ tests/bench/callbacks/task_count.py) and the CPU time of the ansible-playbook
 process tree (getrusage of the children: the controller, not the boards). Then the
 same playbook on the converged fleet.
 
-    .venv/bin/python tests/bench/rollout_cost.py [--repo DIR] [--keep]
+    .venv/bin/python tests/bench/rollout_cost.py [--repo DIR] [--keep] [--hosts a,b] [--time-scale S] [--hostvars JSON]
 
 --repo runs the playbooks of another checkout (for example a `git worktree` of an
 older commit, to measure before a change); it needs DIR/.venv and
@@ -61,9 +61,11 @@ def tasks(count):
     return sum(count.get(k, 0) for k in ("ok", "failed", "skipped", "unreachable"))
 
 
-def measure(repo, keep=False, only=None):
+def measure(repo, keep=False, only=None, time_scale=None, hostvars=None):
     boards = [dict(b, hostvars={}) for b in DEMO["boards"] if not only or b["name"] in only]
-    fleet = Fleet("specdec-cost-", boards, workdir=tempfile.mkdtemp(prefix="specdec-cost-"))
+    if time_scale is not None:  # board time (1.0) makes every benchmark and start as long as on the profile's board
+        boards = [dict(b, profile_overrides=dict(b.get("profile_overrides") or {}, time_scale=time_scale)) for b in boards]
+    fleet = Fleet("specdec-cost-", boards, hostvars=hostvars, workdir=tempfile.mkdtemp(prefix="specdec-cost-"))
     try:
         fleet.up()
         rc = fleet.run("playbooks/deploy.yml", vllm_server_speculation=False)[0]
@@ -91,9 +93,12 @@ def main():
     parser.add_argument("--keep", action="store_true", help="leave the containers running")
     parser.add_argument("--json", help="also write the numbers here")
     parser.add_argument("--hosts", help="comma-separated demo boards to bring up (default: all)")
+    parser.add_argument("--time-scale", type=float, help="the stand-in's time_scale for every board (the demo's is 0.1)")
+    parser.add_argument("--hostvars", type=json.loads, default={},
+                        help='JSON merged over the demo\'s host variables, e.g. \'{"rollout_bench_num_prompts": 30}\'')
     args = parser.parse_args()
     only = args.hosts.split(",") if args.hosts else None
-    result = measure(os.path.abspath(args.repo), args.keep, only)
+    result = measure(os.path.abspath(args.repo), args.keep, only, args.time_scale, args.hostvars)
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(result, handle, indent=1, sort_keys=True)

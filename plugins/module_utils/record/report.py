@@ -273,11 +273,11 @@ def simulated_note(report):
     if scales and scales != [1.0]:
         scale = scales[0] if len(scales) == 1 else None
         note += (" The stand-in runs its board profile %s faster than board time (time_scale %s): tok/s read %s "
-                 "and milliseconds %s of what the profile's board would show; ratios (gain, drop, acceptance) are "
+                 "and milliseconds %s what the profile's board would show; ratios (gain, drop, acceptance) are "
                  "unaffected." % ("%gx" % (1 / scale) if scale else "several times",
                                   ", ".join("%g" % s for s in scales),
                                   "%gx higher" % (1 / scale) if scale else "higher",
-                                  "%g of" % scale if scale else "a fraction"))
+                                  "%g of" % scale if scale else "a fraction of"))
     return note
 
 

@@ -24,7 +24,8 @@ class FakeAction(ProgressAction):
 
     def _execute_module(self, module_name, module_args, task_vars, wrap_async=False):
         self.calls.append(("module", module_name, dict(module_args), wrap_async, self._task.async_val))
-        return {"ansible_job_id": "j1", "started": 1} if wrap_async else {"changed": False, "runs": [1]}
+        return ({"ansible_job_id": "j1", "started": 1, "results_file": "/root/.ansible_async/j1"} if wrap_async
+                else {"changed": False, "runs": [1]})
 
     def _remove_tmp_path(self, path):
         self.calls.append(("cleanup", path))
@@ -48,8 +49,9 @@ def test_an_async_task_stays_async_and_is_not_waited_for():
 def test_with_progress_interval_it_starts_in_the_background_and_waits_with_its_bounds(monkeypatch):
     seen = {}
 
-    def wait(action, jid, progress_path, label, interval, poll, timeout, async_dir=None, host="?"):
-        seen.update(jid=jid, path=progress_path, label=label, interval=interval, timeout=timeout, host=host)
+    def wait(action, jid, progress_path, label, interval, poll, timeout, async_dir=None, host="?", job_path=None):
+        seen.update(jid=jid, path=progress_path, label=label, interval=interval, timeout=timeout, host=host,
+                    job_path=job_path)
         return {"changed": False, "runs": [2]}
 
     monkeypatch.setattr(background, "wait_for_job", wait)
@@ -60,7 +62,9 @@ def test_with_progress_interval_it_starts_in_the_background_and_waits_with_its_b
     dummy, module, args, wrap, limit = action.calls[0]
     assert wrap is True and limit == 180 and "progress_interval" not in args  # async bound: max_duration + 120
     assert action._task.async_val == 0  # lent for the start only
-    assert seen == {"jid": "j1", "path": "/p.json", "label": "candidate", "interval": 30, "timeout": 240, "host": "thor-01"}
+    # the wait reads the job file the start named: no look-up of the host's async directory
+    assert seen == {"jid": "j1", "path": "/p.json", "label": "candidate", "interval": 30, "timeout": 240, "host": "thor-01",
+                    "job_path": "/root/.ansible_async/j1"}
 
 
 def test_progress_lines_need_the_progress_file():

@@ -76,6 +76,26 @@ def test_the_action_looks_soon_at_first_then_every_poll():
     assert next_wait(6, 5, 30, 2.5) == 2.5 and next_wait(6, 5, 30, -3) == 1  # never past the timeout, never 0
 
 
+def test_a_job_that_says_how_long_it_has_left_is_looked_at_after_half_of_it():
+    from ansible_collections.jetson.specdec.plugins.plugin_utils.background import next_wait
+    assert next_wait(6, 5, 0, 900, eta=200) == 100  # no lines: half the estimate
+    assert next_wait(6, 5, 30, 900, eta=200) == 30  # a line is due every 30 s
+    assert next_wait(6, 5, 30, 900, eta=200, line_in=12.5) == 12.5  # the next line is due sooner
+    assert next_wait(6, 5, 30, 900, eta=6) == 5 and next_wait(1, 5, 30, 900, eta=3) == 2  # near the end: poll
+    assert next_wait(6, 5, 0, 40, eta=200) == 40  # never past the timeout
+    assert next_wait(6, 5, 30, 900, eta=200, line_in=-1) == 1  # a late line: at once, not 0
+
+
+def test_the_estimate_comes_from_a_benchmarks_progress_only():
+    from ansible_collections.jetson.specdec.plugins.plugin_utils.background import job_eta
+    bench = {"version": 1, "kind": "bench", "started": 100.0, "requests_done": 10, "requests_total": 40}
+    assert job_eta({"progress": bench, "now": 120.0}) == 60.0  # 2 s a request, 30 left
+    assert job_eta({"progress": dict(bench, requests_done=0), "now": 120.0}) is None  # no pace yet
+    assert job_eta({"progress": {"version": 1, "kind": "start", "started": 100.0}, "now": 120.0}) is None
+    assert job_eta({"progress": None, "now": 120.0}) is None
+    assert job_eta({"progress": dict(bench, started="x"), "now": 120.0}) is None  # not this collection's file
+
+
 def test_one_look_at_the_host_is_read_as_async_status_reads_a_job():
     """The action's shell look: the host's clock, the job file (finished without "started"), the progress file."""
     from ansible_collections.jetson.specdec.plugins.plugin_utils.background import parse_look
@@ -109,3 +129,83 @@ def test_the_jobs_warnings_are_shown_as_text_whatever_the_core_version_wrote():
     assert out["deprecations"] == [{"msg": "old option", "version": "2.0.0"}]
     assert job["warnings"][1] == "a plain warning" and isinstance(job["warnings"][0], dict)  # input unchanged
     assert plain_job_result(None) == {}
+
+
+class _Clock(object):
+    def __init__(self):
+        self.t = 1000.0
+
+    def time(self):
+        return self.t
+
+    def sleep(self, seconds):
+        assert seconds >= 1
+        self.t += seconds
+
+
+class _BenchHost(object):
+    """A host running a 600 s benchmark of 300 requests at a steady pace; each look is one shell command."""
+
+    def __init__(self, clock, end=600.0, total=300):
+        self.clock, self.end, self.total, self.looks, self.finished_at = clock, clock.t + end, total, 0, None
+
+    def _low_level_execute_command(self, cmd, sudoable=False):
+        now = self.clock.t
+        if cmd.startswith("rm -f"):
+            return {"rc": 0, "stdout": ""}
+        self.looks += 1
+        if now >= self.end:
+            self.finished_at = self.finished_at or now
+            return {"rc": 0, "stdout": '%d\n@@job\n{"runs": [1]}\n\n@@progress\n\n' % now}
+        started = self.end - 600.0
+        done = int(self.total * (now - started) / 600.0)
+        snap = {"version": 1, "kind": "bench", "started": started, "step": "level", "level": 1, "levels": 1,
+                "done": done, "total": self.total, "requests_done": done, "requests_total": self.total + 1}
+        return {"rc": 0, "stdout": '%d\n@@job\n{"started": 1, "finished": 0}\n@@progress\n%s\n' % (now, json.dumps(snap))}
+
+    def _remote_expand_user(self, path):
+        self.expanded = path
+        return path.replace("~", "/root")
+
+    def get_shell_option(self, name, default=None):
+        return default
+
+
+def test_a_long_benchmark_costs_a_look_per_progress_line_and_is_noticed_soon_after_it_ends(monkeypatch):
+    from ansible_collections.jetson.specdec.plugins.plugin_utils import background
+    clock = _Clock()
+    lines = []
+    monkeypatch.setattr(background, "time", clock)
+    monkeypatch.setattr(background.display, "display", lines.append)
+    host = _BenchHost(clock)
+    result = background.wait_for_job(host, "1.2", "/p.json", "baseline", 30, 5, 900, host="thor-01")
+    assert result == {"runs": [1], "changed": False}
+    # 600 s at one look per 5 s poll would be 120 looks; a line every 30 s needs 20
+    assert host.looks <= 30, host.looks
+    assert clock.t - host.end <= 5  # noticed within a poll of its end
+    assert len(lines) >= 19 and all(line.startswith("thor-01: baseline: measuring") for line in lines)
+
+
+def test_a_job_without_an_estimate_is_still_looked_at_every_poll(monkeypatch):
+    from ansible_collections.jetson.specdec.plugins.plugin_utils import background
+    clock = _Clock()
+    monkeypatch.setattr(background, "time", clock)
+    monkeypatch.setattr(background.display, "display", lambda line: None)
+    host = _BenchHost(clock, end=100.0)
+    host.total = 0  # no requests counted: no pace, no estimate
+    background.wait_for_job(host, "1.2", "/p.json", "start", 30, 5, 900)
+    assert host.looks >= 20 and clock.t - host.end <= 5
+
+
+def test_the_job_file_the_start_named_is_read_without_asking_the_host_where_its_async_directory_is(monkeypatch):
+    from ansible_collections.jetson.specdec.plugins.plugin_utils import background
+    clock = _Clock()
+    monkeypatch.setattr(background, "time", clock)
+    host = _BenchHost(clock, end=0.0)
+    commands = []
+    run = host._low_level_execute_command
+    host._low_level_execute_command = lambda cmd, sudoable=False: commands.append(cmd) or run(cmd, sudoable)
+    background.wait_for_job(host, "1.2", "/p.json", "x", 30, 5, 900, job_path="/var/async/1.2")
+    assert not hasattr(host, "expanded") and "j=/var/async/1.2;" in commands[0]
+    background.wait_for_job(host, "1.2", "/p.json", "x", 30, 5, 900)  # vllm_job_wait: a jid alone
+    assert host.expanded == "~/.ansible_async" and "j=/root/.ansible_async/1.2;" in commands[-2]
