@@ -34,32 +34,33 @@ def describe(snap, now, label):
     return bench_progress.describe(snap, now, label)
 
 
-def next_wait(looks, poll, interval, remaining, eta=None, line_in=None):
+def next_wait(looks, poll, interval, remaining, soonest_end=None, line_in=None):
     """Seconds to sleep before look number ``looks + 1``: 1 s, 2 s, 3 s ... up to ``poll``.
 
     A start on a warm cache or a short benchmark ends in seconds; looking sooner at first notices it
-    within about a second instead of a whole ``poll``. A job that says how long it has left (``eta``,
-    a benchmark's pace so far) is looked at again after half of that: a 20-minute benchmark costs
-    one look per progress line and a few near its end, not one per ``poll``; an estimate up to twice
-    too long still looks before the end. Never later than the next progress line (``line_in``, else
-    ``interval``) or the time left before the timeout.
+    within about a second instead of a whole ``poll``. A job that says when it could end at the
+    earliest (``soonest_end``, a benchmark's pace: bench/progress.py) is looked at again then: a
+    20-minute benchmark costs one look per progress line and a few near its end, not one per
+    ``poll``. Never later than the next progress line (``line_in``, else ``interval``; without lines,
+    6 polls) or the time left before the timeout.
     """
     wait = min(looks + 1, poll)
-    if eta is not None and eta / 2.0 > wait:
-        wait = eta / 2.0
+    if soonest_end is not None and soonest_end > wait:
+        # without progress lines, at most 6 polls: an estimate from a step's first requests can be far off
+        wait = min(soonest_end, interval or 6 * poll)
     if interval:
         wait = min(wait, interval if line_in is None else line_in)
     return max(1, min(wait, remaining))
 
 
-def job_eta(status):
-    """Seconds a running job has left by its own progress (a benchmark's pace), or None (a vLLM start
-    has no estimate)."""
+def job_soonest_end(status):
+    """Seconds until a running job could end at the earliest by its own progress (a benchmark's pace), or
+    None (a vLLM start has no estimate; nor has a benchmark before its step's first request)."""
     snap = status.get("progress")
     if not isinstance(snap, dict) or snap.get("kind", "bench") != "bench" or status.get("now") is None:
         return None
     try:
-        return bench_progress.eta_seconds(snap, float(status["now"]))
+        return bench_progress.soonest_end_seconds(snap, float(status["now"]))
     except (TypeError, ValueError):  # a progress file this collection did not write
         return None
 
@@ -184,7 +185,7 @@ def wait_for_job(action, jid, progress_path, label, interval, poll, timeout, asy
         if interval and now - last_line >= interval:
             last_line = now
             display.display("%s: %s" % (host, describe(status.get("progress"), status.get("now") or now, label)))
-        time.sleep(next_wait(looks, poll, interval, timeout - (now - start), eta=job_eta(status),
+        time.sleep(next_wait(looks, poll, interval, timeout - (now - start), soonest_end=job_soonest_end(status),
                              line_in=last_line + interval - now if interval else None))
         looks += 1
 

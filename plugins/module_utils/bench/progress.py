@@ -29,6 +29,8 @@ class Progress(object):
         levels = [int(c) for c in levels]
         self.snap = {
             "version": VERSION, "kind": "bench", "started": clock(), "updated": None, "step": "starting",
+            # when the step began and every level's concurrency: the waiter's estimate of the soonest end
+            "step_started": clock(), "concurrencies": levels,
             "concurrency": None, "level": 0, "levels": len(levels),
             "done": 0, "total": 0,
             # every request of the run: the probe, then each level's warmup and measured requests
@@ -46,7 +48,7 @@ class Progress(object):
     def step(self, step, total, concurrency=None, level=None, extra_total=0):
         """A new step (``probe``, ``warmup``, ``level``, ``categories``) of ``total`` requests."""
         with self.lock:
-            self.snap.update(step=step, total=int(total), done=0, concurrency=concurrency)
+            self.snap.update(step=step, total=int(total), done=0, concurrency=concurrency, step_started=self.clock())
             if level is not None:
                 self.snap["level"] = int(level)
             self.snap["requests_total"] += int(extra_total)
@@ -83,6 +85,30 @@ def eta_seconds(snap, now):
     if not done or started is None or total <= done:
         return None
     return (now - started) * (total - done) / float(done)
+
+
+def soonest_end_seconds(snap, now):
+    """Seconds until the run could end at the earliest, or None before the step's first request.
+
+    The current step's pace (its own requests at its own concurrency) for the rest of the step; every later
+    request as if at the run's highest concurrency, and as if throughput grew in proportion to it (it grows
+    less). So the estimate errs short: a waiter that looks then looks early, never late (eta_seconds, the
+    pace over the whole run, runs long once a faster level follows a slow one).
+    """
+    try:
+        done, total = int(snap.get("done") or 0), int(snap.get("total") or 0)
+        step_started = float(snap["step_started"])
+        left_total = int(snap.get("requests_total") or 0) - int(snap.get("requests_done") or 0)
+        current = int(snap.get("concurrency") or 1)
+        highest = max([int(c) for c in snap.get("concurrencies") or []] + [current])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if done <= 0 or current < 1:
+        return None
+    pace = (now - step_started) / float(done)
+    left_here = max(0, total - done)
+    left_later = max(0, left_total - left_here)
+    return max(0.0, left_here * pace + left_later * pace * current / float(highest))
 
 
 def duration_text(seconds):

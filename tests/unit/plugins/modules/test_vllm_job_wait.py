@@ -76,24 +76,39 @@ def test_the_action_looks_soon_at_first_then_every_poll():
     assert next_wait(6, 5, 30, 2.5) == 2.5 and next_wait(6, 5, 30, -3) == 1  # never past the timeout, never 0
 
 
-def test_a_job_that_says_how_long_it_has_left_is_looked_at_after_half_of_it():
+def test_a_job_that_says_when_it_could_end_is_looked_at_then():
     from ansible_collections.jetson.specdec.plugins.plugin_utils.background import next_wait
-    assert next_wait(6, 5, 0, 900, eta=200) == 100  # no lines: half the estimate
-    assert next_wait(6, 5, 30, 900, eta=200) == 30  # a line is due every 30 s
-    assert next_wait(6, 5, 30, 900, eta=200, line_in=12.5) == 12.5  # the next line is due sooner
-    assert next_wait(6, 5, 30, 900, eta=6) == 5 and next_wait(1, 5, 30, 900, eta=3) == 2  # near the end: poll
-    assert next_wait(6, 5, 0, 40, eta=200) == 40  # never past the timeout
-    assert next_wait(6, 5, 30, 900, eta=200, line_in=-1) == 1  # a late line: at once, not 0
+    assert next_wait(6, 5, 0, 900, soonest_end=20) == 20  # no lines: at the soonest end
+    assert next_wait(6, 5, 0, 900, soonest_end=200) == 30  # ... but at most 6 polls later
+    assert next_wait(6, 5, 30, 900, soonest_end=200) == 30  # a line is due every 30 s
+    assert next_wait(6, 5, 30, 900, soonest_end=200, line_in=12.5) == 12.5  # the next line is due sooner
+    assert next_wait(6, 5, 30, 900, soonest_end=3) == 5 and next_wait(1, 5, 30, 900, soonest_end=1) == 2  # near the end: poll
+    assert next_wait(6, 5, 60, 40, soonest_end=200) == 40  # never past the timeout
+    assert next_wait(6, 5, 30, 900, soonest_end=200, line_in=-1) == 1  # a late line: at once, not 0
 
 
-def test_the_estimate_comes_from_a_benchmarks_progress_only():
-    from ansible_collections.jetson.specdec.plugins.plugin_utils.background import job_eta
-    bench = {"version": 1, "kind": "bench", "started": 100.0, "requests_done": 10, "requests_total": 40}
-    assert job_eta({"progress": bench, "now": 120.0}) == 60.0  # 2 s a request, 30 left
-    assert job_eta({"progress": dict(bench, requests_done=0), "now": 120.0}) is None  # no pace yet
-    assert job_eta({"progress": {"version": 1, "kind": "start", "started": 100.0}, "now": 120.0}) is None
-    assert job_eta({"progress": None, "now": 120.0}) is None
-    assert job_eta({"progress": dict(bench, started="x"), "now": 120.0}) is None  # not this collection's file
+def test_the_soonest_end_comes_from_a_benchmarks_progress_only():
+    from ansible_collections.jetson.specdec.plugins.plugin_utils.background import job_soonest_end
+    bench = {"version": 1, "kind": "bench", "started": 0.0, "step": "level", "step_started": 100.0, "concurrency": 1,
+             "concurrencies": [1], "done": 10, "total": 40, "requests_done": 12, "requests_total": 42}
+    assert job_soonest_end({"progress": bench, "now": 120.0}) == 60.0  # 2 s a request, 30 left in this step
+    assert job_soonest_end({"progress": dict(bench, done=0), "now": 120.0}) is None  # no pace yet
+    assert job_soonest_end({"progress": {"version": 1, "kind": "start", "started": 100.0}, "now": 120.0}) is None
+    assert job_soonest_end({"progress": None, "now": 120.0}) is None
+    assert job_soonest_end({"progress": dict(bench, step_started="x"), "now": 120.0}) is None  # not this collection's
+    legacy = dict(bench)
+    del legacy["step_started"]
+    assert job_soonest_end({"progress": legacy, "now": 120.0}) is None  # an older module's file: poll as before
+
+
+def test_later_levels_are_counted_at_their_higher_concurrency_so_the_estimate_errs_short():
+    from ansible_collections.jetson.specdec.plugins.module_utils.bench.progress import eta_seconds, soonest_end_seconds
+    # level 1 of [1, 8]: 20 of 40 requests in 100 s; 40 more at c=8 follow
+    snap = {"version": 1, "kind": "bench", "started": 0.0, "step": "level", "step_started": 0.0, "concurrency": 1,
+            "concurrencies": [1, 8], "done": 20, "total": 40, "requests_done": 20, "requests_total": 80}
+    assert soonest_end_seconds(snap, 100.0) == 20 * 5.0 + 40 * 5.0 / 8  # 125 s
+    assert eta_seconds(snap, 100.0) == 300.0  # the operator's line: the whole run's pace, long here
+    assert soonest_end_seconds(dict(snap, done=0), 100.0) is None
 
 
 def test_one_look_at_the_host_is_read_as_async_status_reads_a_job():
@@ -144,10 +159,12 @@ class _Clock(object):
 
 
 class _BenchHost(object):
-    """A host running a 600 s benchmark of 300 requests at a steady pace; each look is one shell command."""
+    """A host running a benchmark of two levels (c=1, then c=8, each request 6x faster); each look is one shell
+    command. ``end`` is when the run ends; the first level takes 6/7 of it."""
 
     def __init__(self, clock, end=600.0, total=300):
         self.clock, self.end, self.total, self.looks, self.finished_at = clock, clock.t + end, total, 0, None
+        self.started, self.switch = clock.t, clock.t + end * 6 / 7.0
 
     def _low_level_execute_command(self, cmd, sudoable=False):
         now = self.clock.t
@@ -157,10 +174,16 @@ class _BenchHost(object):
         if now >= self.end:
             self.finished_at = self.finished_at or now
             return {"rc": 0, "stdout": '%d\n@@job\n{"runs": [1]}\n\n@@progress\n\n' % now}
-        started = self.end - 600.0
-        done = int(self.total * (now - started) / 600.0)
-        snap = {"version": 1, "kind": "bench", "started": started, "step": "level", "level": 1, "levels": 1,
-                "done": done, "total": self.total, "requests_done": done, "requests_total": self.total + 1}
+        if now < self.switch:  # level 1 at c=1
+            level, conc, step_started = 1, 1, self.started
+            done = int(self.total * (now - self.started) / (self.switch - self.started))
+        else:
+            level, conc, step_started = 2, 8, self.switch
+            done = int(self.total * (now - self.switch) / (self.end - self.switch))
+        snap = {"version": 1, "kind": "bench", "started": self.started, "step": "level", "level": level, "levels": 2,
+                "step_started": step_started, "concurrency": conc, "concurrencies": [1, 8], "done": done,
+                "total": self.total, "requests_done": done + (self.total if level == 2 else 0),
+                "requests_total": 2 * self.total + 1}
         return {"rc": 0, "stdout": '%d\n@@job\n{"started": 1, "finished": 0}\n@@progress\n%s\n' % (now, json.dumps(snap))}
 
     def _remote_expand_user(self, path):
@@ -182,8 +205,17 @@ def test_a_long_benchmark_costs_a_look_per_progress_line_and_is_noticed_soon_aft
     assert result == {"runs": [1], "changed": False}
     # 600 s at one look per 5 s poll would be 120 looks; a line every 30 s needs 20
     assert host.looks <= 30, host.looks
-    assert clock.t - host.end <= 5  # noticed within a poll of its end
+    assert clock.t - host.end <= 5  # noticed within a poll of its end, although the fast level came last
     assert len(lines) >= 19 and all(line.startswith("thor-01: baseline: measuring") for line in lines)
+
+
+def test_without_progress_lines_a_wrong_estimate_costs_at_most_six_polls(monkeypatch):
+    from ansible_collections.jetson.specdec.plugins.plugin_utils import background
+    clock = _Clock()
+    monkeypatch.setattr(background, "time", clock)
+    host = _BenchHost(clock, end=180.0)  # its first look counts 1 request in 1 s: twice the true pace
+    background.wait_for_job(host, "1.2", "/p.json", "x", 0, 5, 900, job_path="/j")
+    assert clock.t - host.end <= 30 and host.looks <= 12
 
 
 def test_a_job_without_an_estimate_is_still_looked_at_every_poll(monkeypatch):
