@@ -90,7 +90,8 @@ def eta_seconds(snap, now):
 def soonest_end_seconds(snap, now):
     """Seconds until the run could end at the earliest, or None before the step's first request.
 
-    The current step's pace (its own requests at its own concurrency) for the rest of the step; every later
+    The current step's pace (its own requests at its own concurrency, those in flight counted as done) for the
+    rest of the step; every later
     request as if at the run's highest concurrency, and as if throughput grew in proportion to it (it grows
     less). So the estimate errs short: a waiter that looks then looks early, never late (eta_seconds, the
     pace over the whole run, runs long once a faster level follows a slow one).
@@ -105,9 +106,11 @@ def soonest_end_seconds(snap, now):
         return None
     if done <= 0 or current < 1:
         return None
-    pace = (now - step_started) / float(done)
     left_here = max(0, total - done)
     left_later = max(0, left_total - left_here)
+    # The requests in flight as if about to finish: at concurrency c they finish in bunches of c, and the
+    # time since the last bunch would otherwise read as a slower pace.
+    pace = (now - step_started) / float(done + min(current, left_here))
     return max(0.0, left_here * pace + left_later * pace * current / float(highest))
 
 

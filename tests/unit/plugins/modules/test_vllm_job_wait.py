@@ -91,7 +91,8 @@ def test_the_soonest_end_comes_from_a_benchmarks_progress_only():
     from ansible_collections.jetson.specdec.plugins.plugin_utils.background import job_soonest_end
     bench = {"version": 1, "kind": "bench", "started": 0.0, "step": "level", "step_started": 100.0, "concurrency": 1,
              "concurrencies": [1], "done": 10, "total": 40, "requests_done": 12, "requests_total": 42}
-    assert job_soonest_end({"progress": bench, "now": 120.0}) == 60.0  # 2 s a request, 30 left in this step
+    # 10 done and 1 in flight in 22 s: 2 s a request, 30 left in this step
+    assert job_soonest_end({"progress": bench, "now": 122.0}) == 60.0
     assert job_soonest_end({"progress": dict(bench, done=0), "now": 120.0}) is None  # no pace yet
     assert job_soonest_end({"progress": {"version": 1, "kind": "start", "started": 100.0}, "now": 120.0}) is None
     assert job_soonest_end({"progress": None, "now": 120.0}) is None
@@ -106,7 +107,10 @@ def test_later_levels_are_counted_at_their_higher_concurrency_so_the_estimate_er
     # level 1 of [1, 8]: 20 of 40 requests in 100 s; 40 more at c=8 follow
     snap = {"version": 1, "kind": "bench", "started": 0.0, "step": "level", "step_started": 0.0, "concurrency": 1,
             "concurrencies": [1, 8], "done": 20, "total": 40, "requests_done": 20, "requests_total": 80}
-    assert soonest_end_seconds(snap, 100.0) == 20 * 5.0 + 40 * 5.0 / 8  # 125 s
+    assert soonest_end_seconds(snap, 105.0) == 20 * 5.0 + 40 * 5.0 / 8  # 20 done, 1 in flight: 5 s each; 125 s
+    # at c=8 the requests end in bunches of 8: 8 done at 6 s, the next 8 almost done at 11.9 s
+    bunch = dict(snap, step_started=0.0, concurrency=8, done=8, total=32, requests_done=48, requests_total=72)
+    assert round(soonest_end_seconds(bunch, 11.9), 2) == round(24 * 11.9 / 16, 2)  # 0.74 s a request, not 1.49
     assert eta_seconds(snap, 100.0) == 300.0  # the operator's line: the whole run's pace, long here
     assert soonest_end_seconds(dict(snap, done=0), 100.0) is None
 
