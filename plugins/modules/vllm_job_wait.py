@@ -55,6 +55,8 @@ options:
       - Seconds between two looks at the host (a finished job is noticed within this); at most O(interval) when that is set.
       - The first looks come sooner (after 1 s, 2 s, 3 s ... up to O(poll)), so a job that ends in seconds is noticed
         within about a second.
+      - A benchmark whose progress says when it could end at the earliest is looked at then instead, but at least
+        once per progress line (every 6 polls when O(interval=0)).
     type: int
     default: 5
   timeout:
