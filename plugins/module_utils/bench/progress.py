@@ -91,10 +91,9 @@ def soonest_end_seconds(snap, now):
     """Seconds until the run could end at the earliest, or None before the step's first request.
 
     The current step's pace (its own requests at its own concurrency, those in flight counted as done) for the
-    rest of the step; every later
-    request as if at the run's highest concurrency, and as if throughput grew in proportion to it (it grows
-    less). So the estimate errs short: a waiter that looks then looks early, never late (eta_seconds, the
-    pace over the whole run, runs long once a faster level follows a slow one).
+    rest of the step; every later request as if at the run's highest concurrency, and as if throughput grew in
+    proportion to it (it grows less). So the estimate errs short: a waiter that looks then looks early, not
+    late (eta_seconds, the pace over the whole run, runs long once a faster level follows a slow one).
     """
     try:
         done, total = int(snap.get("done") or 0), int(snap.get("total") or 0)
