@@ -57,12 +57,9 @@ def job_soonest_end(status):
     """Seconds until a running job could end at the earliest by its own progress (a benchmark's pace), or
     None (a vLLM start has no estimate; nor has a benchmark before its step's first request)."""
     snap = status.get("progress")
-    if not isinstance(snap, dict) or snap.get("kind", "bench") != "bench" or status.get("now") is None:
+    if not isinstance(snap, dict) or snap.get("kind", "bench") != "bench":
         return None
-    try:
-        return bench_progress.soonest_end_seconds(snap, float(status["now"]))
-    except (TypeError, ValueError):  # a progress file this collection did not write
-        return None
+    return bench_progress.soonest_end_seconds(snap, status["now"])  # parse_look's clock: always a number
 
 
 # One look at the host is one shell command, no Python there: a poll every few seconds of every
