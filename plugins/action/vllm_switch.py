@@ -42,6 +42,18 @@ TEMPLATES = {"unit": "vllm.service.j2", "trial": "vllm.trial.conf.j2"}
 UNIT_KEYS = ("service", "unit_path", "trial_path", "restart", "state", "enabled")
 
 
+class TaskVars(dict):
+    """The task's variables as the template lookup gets them: its deep copy becomes a shallow one.
+
+    The lookup deep-copies every variable of the host before it renders; the template action copies
+    them shallowly, and rendering changes none of them. With a rollout's facts (each benchmark's
+    per-request lists) that deep copy was most of a switch's controller CPU (docs/scale.md).
+    """
+
+    def __deepcopy__(self, memo):
+        return dict(self)
+
+
 class ActionModule(planning.PlanAction):
 
     ARGS = ARGS
@@ -76,7 +88,7 @@ class ActionModule(planning.PlanAction):
         """The role's template ``name`` with ``launch`` as vllm_server_launch, exactly as the template
         lookup renders it (the role's search path, ansible_managed)."""
         lookup = lookup_loader.get("ansible.builtin.template", loader=self._loader, templar=self._templar)
-        return lookup.run([name], variables=task_vars, template_vars={"vllm_server_launch": launch})[0]
+        return lookup.run([name], variables=TaskVars(task_vars), template_vars={"vllm_server_launch": launch})[0]
 
     def _wait(self, wait, interval, task_vars):
         """vllm_wait in the background, its progress every ``interval`` s; its result, or why it failed."""

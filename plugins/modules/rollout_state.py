@@ -126,6 +126,36 @@ options:
   error:
     description: Error text of a failed attempt (an empty string clears it).
     type: str
+  outcome:
+    description:
+      - The fields of O(state=write) as one dict, for example the whole outcome of a finished host
+        (C(jetson.specdec.rollout_state_outcome)), so that it is computed once.
+      - Mutually exclusive with O(status), O(last_good), O(verdict), O(benchmarks), O(attempts), O(info) and O(error).
+    type: dict
+    suboptions:
+      status:
+        description: As O(status).
+        type: str
+        choices: [pending, kept, reverted, refused, baseline, failed]
+      last_good:
+        description: As O(last_good).
+        type: dict
+      verdict:
+        description: As O(verdict).
+        type: dict
+      benchmarks:
+        description: As O(benchmarks).
+        type: dict
+      attempts:
+        description: As O(attempts).
+        type: list
+        elements: dict
+      info:
+        description: As O(info).
+        type: dict
+      error:
+        description: As O(error).
+        type: str
   textfile_dir:
     description:
       - node_exporter textfile-collector directory, for example C(/var/lib/node_exporter/textfile_collector).
@@ -179,6 +209,16 @@ EXAMPLES = r"""
     textfile_dir: /var/lib/node_exporter/textfile_collector
     token: "{{ rollout_state_lock.lock.token }}"  # also the lock's heartbeat
   when: rollout_state_read.needs_rollout
+
+- name: The same write with the fields as one dict (computed once, for example by a filter)
+  jetson.specdec.rollout_state:
+    state: write
+    config: {baseline: ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"], method: eagle3, k: 5}
+    outcome:
+      status: reverted
+      verdict: {decision: revert, reasons: ["Throughput at concurrency 8 fell 12.0%."]}
+      last_good: {kind: baseline, argv: ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"]}
+    token: "{{ rollout_state_lock.lock.token }}"
 
 - name: Release the lock (in an always section)
   jetson.specdec.rollout_state:
@@ -270,13 +310,18 @@ from ansible_collections.jetson.specdec.plugins.module_utils.record.state import
 from ansible_collections.jetson.specdec.plugins.module_utils.record.textfile import render, write_textfile
 
 _WRITE_FIELDS = ("status", "last_good", "verdict", "benchmarks", "attempts", "info", "error")
+_STATUSES = ["pending", "kept", "reverted", "refused", "baseline", "failed"]
+_OUTCOME_OPTIONS = dict(status=dict(type="str", choices=_STATUSES), last_good=dict(type="dict"),
+                        verdict=dict(type="dict"), benchmarks=dict(type="dict"),
+                        attempts=dict(type="list", elements="dict"), info=dict(type="dict"), error=dict(type="str"))
 
 
 def _write(module, p, now, result):
     current, warnings = read_state(p["path"], now, move_corrupt=not module.check_mode)
     for w in warnings:
         module.warn(w)
-    updates = dict((k, p[k]) for k in _WRITE_FIELDS if p[k] is not None)
+    fields = p["outcome"] or p
+    updates = dict((k, fields[k]) for k in _WRITE_FIELDS if fields.get(k) is not None)
     if p["config"] is not None:
         updates["config"] = p["config"]
         updates["config_hash"] = result["config_hash"]
@@ -355,7 +400,7 @@ def main():
             force=dict(type="bool", default=False),
             break_lock=dict(type="bool", default=False),
             config=dict(type="dict"),
-            status=dict(type="str", choices=["pending", "kept", "reverted", "refused", "baseline", "failed"]),
+            status=dict(type="str", choices=_STATUSES),
             last_good=dict(type="dict"),
             verdict=dict(type="dict"),
             benchmarks=dict(type="dict"),
@@ -363,9 +408,11 @@ def main():
             attempt=dict(type="dict"),
             info=dict(type="dict"),
             error=dict(type="str"),
+            outcome=dict(type="dict", options=_OUTCOME_OPTIONS),
             textfile_dir=dict(type="path"),
         ),
         required_if=[("state", "lock", ("owner",)), ("state", "refresh", ("token",))],
+        mutually_exclusive=[("outcome", field) for field in _WRITE_FIELDS],
         supports_check_mode=True,
     )
     p = module.params

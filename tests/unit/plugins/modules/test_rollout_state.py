@@ -154,6 +154,22 @@ def test_argument_errors(tmp_path):
     assert failed and "non-empty dict" in result["msg"]
 
 
+def test_outcome_writes_the_same_state_as_its_fields(tmp_path):
+    fields = dict(status="reverted", verdict={"decision": "revert", "reasons": ["c=8 regressed"]},
+                  last_good={"kind": "baseline", "argv": ["vllm", "serve", "m"]}, info={"family": "thor"})
+    one = run(tmp_path / "a", state="write", config=CONFIG, **fields)[1]["rollout_state"]
+    two = run(tmp_path / "b", state="write", config=CONFIG, outcome=fields)[1]["rollout_state"]
+    for state in (one, two):
+        state.pop("updated_at")
+        state.pop("created_at", None)
+    assert one == two and two["status"] == "reverted" and two["last_good"]["kind"] == "baseline"
+    # the outcome's keys are checked like the fields, and it does not mix with them
+    failed, result = run(tmp_path, state="write", outcome={"status": "gone"})
+    assert failed and "status" in result["msg"] and "gone" in result["msg"]
+    failed, result = run(tmp_path, state="write", outcome={"status": "kept"}, status="kept")
+    assert failed and "mutually exclusive" in result["msg"]
+
+
 def test_lock_with_config_reads_the_state_under_the_lock(tmp_path):
     """One task takes the lock and says whether the host still needs a rollout (another run may have
     converged it while this one waited for its batch)."""
