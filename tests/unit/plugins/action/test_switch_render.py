@@ -39,8 +39,12 @@ def test_the_unit_renders_the_same_from_a_shallow_copy(tmp_path):
 
 def test_the_lookup_copies_no_fact_deeply():
     fact = Copied()
-    copied = copy.deepcopy(TaskVars({"rollout_rounds": fact}))
+    task_vars = TaskVars({"rollout_rounds": fact})
+    copied = copy.deepcopy(task_vars)
     assert copied["rollout_rounds"] is fact and Copied.deep == 0
-    assert type(copied) is dict  # the lookup adds its template_* variables to the copy, not to the task's
+    # a new dict: the lookup adds its template_* variables to the copy, not to the task's variables
+    assert copied is not task_vars and not isinstance(copied, TaskVars)
+    copied["template_path"] = "unit.j2"
+    assert "template_path" not in task_vars
     copy.deepcopy({"rollout_rounds": fact})  # a plain dict is copied deeply: the counter sees it
     assert Copied.deep == 1
