@@ -298,6 +298,7 @@ textfile:
   type: str
 """
 
+import copy
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -309,11 +310,17 @@ from ansible_collections.jetson.specdec.plugins.module_utils.record.state import
 )
 from ansible_collections.jetson.specdec.plugins.module_utils.record.textfile import render, write_textfile
 
-_WRITE_FIELDS = ("status", "last_good", "verdict", "benchmarks", "attempts", "info", "error")
-_STATUSES = ["pending", "kept", "reverted", "refused", "baseline", "failed"]
-_OUTCOME_OPTIONS = dict(status=dict(type="str", choices=_STATUSES), last_good=dict(type="dict"),
-                        verdict=dict(type="dict"), benchmarks=dict(type="dict"),
-                        attempts=dict(type="list", elements="dict"), info=dict(type="dict"), error=dict(type="str"))
+# The fields of state=write: options of their own, and the suboptions of ``outcome`` (the same fields as one dict).
+_FIELD_OPTIONS = dict(
+    status=dict(type="str", choices=["pending", "kept", "reverted", "refused", "baseline", "failed"]),
+    last_good=dict(type="dict"),
+    verdict=dict(type="dict"),
+    benchmarks=dict(type="dict"),
+    attempts=dict(type="list", elements="dict"),
+    info=dict(type="dict"),
+    error=dict(type="str"),
+)
+_WRITE_FIELDS = tuple(_FIELD_OPTIONS)
 
 
 def _write(module, p, now, result):
@@ -400,16 +407,10 @@ def main():
             force=dict(type="bool", default=False),
             break_lock=dict(type="bool", default=False),
             config=dict(type="dict"),
-            status=dict(type="str", choices=_STATUSES),
-            last_good=dict(type="dict"),
-            verdict=dict(type="dict"),
-            benchmarks=dict(type="dict"),
-            attempts=dict(type="list", elements="dict"),
             attempt=dict(type="dict"),
-            info=dict(type="dict"),
-            error=dict(type="str"),
-            outcome=dict(type="dict", options=_OUTCOME_OPTIONS),
+            outcome=dict(type="dict", options=copy.deepcopy(_FIELD_OPTIONS)),
             textfile_dir=dict(type="path"),
+            **copy.deepcopy(_FIELD_OPTIONS)
         ),
         required_if=[("state", "lock", ("owner",)), ("state", "refresh", ("token",))],
         mutually_exclusive=[("outcome", field) for field in _WRITE_FIELDS],

@@ -38,6 +38,7 @@ def test_the_unit_renders_the_same_from_a_shallow_copy(tmp_path):
 
 
 def test_the_lookup_copies_no_fact_deeply():
+    Copied.deep = 0
     fact = Copied()
     task_vars = TaskVars({"rollout_rounds": fact})
     copied = copy.deepcopy(task_vars)
