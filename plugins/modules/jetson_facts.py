@@ -295,6 +295,17 @@ ansible_facts:
                 vllm_version:
                   description: The vLLM version installed in the image, or null.
                   type: str
+        power:
+          description:
+            - The board's power rails, found by driver name (hwmon C(ina3221) and C(ina238), the older IIO C(ina3221x))
+              and rail label, as jetson-stats reads them; null on a host that is not a Jetson.
+            - C(rails) lists each rail (C(name), C(sensor), C(device)); C(total_rails) the rails whose sum is the board's
+              total (C(VIN), C(POM_5V_IN) or C(VDD_IN) when present; AGX Orin's C(VDD_GPU_SOC + VDD_CPU_CV + VIN_SYS_5V0);
+              else every rail); C(total_source) says which. Module rails exclude the carrier board.
+          type: dict
+          version_added: 0.2.0
+          sample: {rails: [{name: VDD_IN, sensor: ina3221, device: /sys/class/hwmon/hwmon1}], total_rails: [VDD_IN],
+                   total_source: total input rail VDD_IN}
         boot_control:
           description: Raw TNSPEC and COMPATIBLE_SPEC lines of nv_boot_control.conf (null when absent).
           type: dict

@@ -167,6 +167,15 @@ options:
     type: bool
     default: true
     version_added: 0.2.0
+  sample_power:
+    description:
+      - Meter the board's power during each level from its INA3221/INA238 rails (the files jetson-stats and
+        tegrastats read; found by driver name and rail label under O(conditions_root)) and report average power
+        and joules per output token per level (RV(runs[].power)) and the rails used (RV(power_rails)).
+      - A board without readable rails reports no energy (no RV(runs[].power)); a rail that fails mid-level is a warning, never a failed benchmark.
+    type: bool
+    default: true
+    version_added: 0.2.0
   progress_path:
     description:
       - Write the run's progress to this file (JSON, replaced atomically at most every 2 s and at each step) -
@@ -259,6 +268,16 @@ runs:
       description: Spec-decode counters of this level, same keys as the top-level C(spec_decode), or null.
       type: dict
       returned: always
+    power:
+      description:
+        - The board's power while the level ran (O(sample_power)), sampled from its INA3221/INA238 rails
+          every 0.1 s in this process and integrated over the level; null when the rails could not be read
+          twice. Absent when O(sample_power=false) or the board has no readable rails.
+        - C(power_w_avg) (W), C(energy_j) (J), C(seconds), C(samples), C(output_tokens), C(j_per_token)
+          (joules per output token) and C(tokens_per_j) (its inverse; null without tokens).
+      type: dict
+      returned: when the board has readable power rails
+      version_added: 0.2.0
     requests:
       description:
         - One entry per measured request of this level, in send order, failed ones included; the evidence
@@ -316,6 +335,14 @@ workload:
   returned: success
   type: dict
   version_added: 0.2.0
+power_rails:
+  description:
+    - The board's power rails (C(rails), each with C(name), C(sensor) and C(device)), the rails whose sum is the
+      board's total (C(total_rails)) and how that total was chosen (C(total_source)). Module rails exclude the
+      carrier board, so two arms of one board compare; the figure is not a wall-socket reading.
+  returned: when O(sample_power=true) and the board has readable rails
+  type: dict
+  version_added: 0.2.0
 conditions:
   description:
     - The board's conditions read before the first request (C(when=before)) and after each level
@@ -348,7 +375,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.bench.progress impo
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.prompts import output_len_bounds
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.runner import run_benchmark
 from ansible_collections.jetson.specdec.plugins.module_utils.common.atomic import atomic_write_json
-from ansible_collections.jetson.specdec.plugins.module_utils.jetson import conditions
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import conditions, power
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson.files import RootReader
 
 
@@ -378,6 +405,7 @@ def build_module():
             dataset_category=dict(type="str"),
             dest=dict(type="path"),
             sample_conditions=dict(type="bool", default=True),
+            sample_power=dict(type="bool", default=True),
             conditions_root=dict(type="path", default="/"),
             progress_path=dict(type="path"),
             # the action plugin's (it takes them out before the module runs): documented with the module
@@ -433,6 +461,12 @@ def main():
     if p["sample_conditions"]:
         reader = RootReader(p["conditions_root"])
         cfg["sampler"] = lambda: conditions.sample(reader)
+    rails = None
+    if p["sample_power"]:
+        reader = RootReader(p["conditions_root"])
+        cfg["power_meter"] = power.meter_for(reader)
+        if cfg["power_meter"] is not None:
+            rails = power.describe(reader)
     if p["progress_path"] and not module.check_mode:
         path = p["progress_path"]
         cfg["progress"] = Progress(lambda snap: atomic_write_json(path, snap), p["concurrency"], p["num_prompts"],
@@ -447,6 +481,8 @@ def main():
             atomic_write_json(p["dest"], result)
         except (IOError, OSError) as exc:
             module.fail_json(msg="cannot write %s: %s" % (p["dest"], exc), changed=False, **result)
+    if rails is not None:
+        result["power_rails"] = rails
     warnings = result.pop("warnings")
     for w in warnings:
         module.warn(w)

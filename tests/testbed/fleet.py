@@ -20,6 +20,7 @@ import tempfile
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 THROTTLE_FILE = "/var/lib/vllm/jetson-sim-throttle"
+POWER_FILE = "/var/lib/vllm/jetson-sim-power"
 RUN_FLAGS = ["--cap-add", "SYS_ADMIN", "--cgroupns=host", "--security-opt", "seccomp=unconfined",
              "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "--tmpfs", "/run", "--tmpfs", "/run/lock",
              "--network", "none"]
@@ -39,6 +40,8 @@ def prepare(name, board):
     # (rollout_facts_root): the sensor daemon writes them, the stand-in tells it of a throttle
     # through a file in the vLLM unit's writable state directory (vllm_sim/board_sysfs.py).
     profile.setdefault("throttle_file", THROTTLE_FILE)
+    # The same way for power: the stand-in announces its draw, the daemon scales the rails.
+    profile.setdefault("power_file", POWER_FILE)
     docker("exec", name, "mkdir", "-p", "/opt/jetson-sim/root/usr/local/bin", "/etc/jetson-sim")
     docker("cp", fixture + "/.", "%s:/opt/jetson-sim/root/" % name)
     with tempfile.TemporaryDirectory() as tmp:

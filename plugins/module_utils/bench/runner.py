@@ -23,6 +23,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.bench import datase
 from ansible_collections.jetson.specdec.plugins.module_utils.bench import prometheus as bp
 from ansible_collections.jetson.specdec.plugins.module_utils.bench import prompts as bench_prompts
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.stats import request_evidence, summarize_level
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import power
 
 perf_counter = time.perf_counter
 SIM_HEADER = "x-jetson-simulated"
@@ -43,6 +44,9 @@ DEFAULTS = {
     # A callable returning one reading of the board's conditions (jetson/conditions.py), taken
     # before the round and after each level; None: not sampled.
     "sampler": None,
+    # A jetson/power.py PowerMeter, started before each level's first request and stopped after
+    # its last: the level's average power and joules per output token; None: not metered.
+    "power_meter": None,
     # A bench/progress.py Progress told of every step and finished request; None: not reported.
     "progress": None,
 }
@@ -337,6 +341,17 @@ class Benchmark(object):
         reading["when"] = when
         self.conditions.append(reading)
 
+    def _meter(self, what, conc):
+        """Start or stop the level's power meter; a failing sensor is a warning, never a failed level."""
+        meter = self.cfg.get("power_meter")
+        if meter is None:
+            return None
+        try:
+            return meter.start() if what == "start" else meter.stop()
+        except Exception as exc:  # energy is evidence about the level, never a reason to fail it
+            self.warnings.append("could not read the board's power rails at concurrency %d: %s" % (conc, exc))
+            return None
+
     def _category_acceptance(self):
         """Acceptance per category of a file that has categories, or None.
 
@@ -374,8 +389,10 @@ class Benchmark(object):
             payloads, lengths = self._payloads(cfg["num_prompts"])
             before = scrape_spec(self.target, self.deadline - perf_counter(), self.model)
             t_level = perf_counter()
+            self._meter("start", conc)
             records, duration = run_pool(self.target, cfg["endpoint"], payloads, conc,
                                          cfg["request_timeout"], self.deadline, self.client_cls, self._done)
+            energy = self._meter("stop", conc)
             after = scrape_spec(self.target, self.deadline - perf_counter(), self.model)
             for rec, length in zip(records, lengths):
                 rec["expected_output_tokens"] = length
@@ -384,6 +401,8 @@ class Benchmark(object):
             run = summarize_level(conc, records, duration)
             run["spec_decode"] = bp.finish_spec_decode(raw)
             run["requests"] = request_evidence(records, t_level)
+            if cfg.get("power_meter") is not None:
+                run["power"] = power.per_token(energy, run["output_tokens"])
             self._sample("after concurrency %d" % conc)
             runs.append(run)
             all_records.extend(records)

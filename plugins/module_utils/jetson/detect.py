@@ -13,6 +13,7 @@ __metaclass__ = type
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson import boards
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson import devicetree as dt
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson import probes
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson import power
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson import release
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson import sysfiles
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson.bootcontrol import parse_boot_control
@@ -226,6 +227,7 @@ def gather(root="/", runner=None):
         "kernel": sysfiles.parse_kernel(reader.read_text("proc/sys/kernel/osrelease")),
         "runtime": _read_runtime(reader, probe),
         "boot_control": {"tnspec": bc["tnspec"], "compatible_spec": bc["compatible_spec"]},
+        "power": power.describe(reader) if is_jetson else None,
         "probes_run": probe.ran,
         # A stable id of this installation (systemd's): the staged rollout's wave bucket in pull mode,
         # where every board is "localhost" (record/wave.py).

@@ -17,6 +17,7 @@ import copy
 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import next_rung
 from ansible_collections.jetson.specdec.plugins.module_utils.record.wave import WaveError, wave
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict import energy
 
 # What the benchmark module returns that the record keeps (the rest is Ansible's bookkeeping).
 BENCH_KEYS = ("runs", "spec_decode", "server", "bench_warnings", "simulated", "config", "workload",
@@ -405,6 +406,9 @@ def judged(record, verdict, rounds, rung, stored, waits=None, prefetch=None, k_c
                spec_decode=(candidate or {}).get("spec_decode"),
                config_after=(rung or {}).get("label") if kept else "baseline",
                serving_gaps=serving_gaps(waits))
+    spent = energy.summary(rounds)
+    if spent:
+        out["energy"] = spent
     fetched = prefetched(prefetch)
     if fetched is not None:
         out["prefetch"] = fetched

@@ -222,6 +222,8 @@ def why_items(entry):
         items.append(("k tuning", why["k_tuning"]))
     if why.get("roofline"):
         items.append(("Roofline", why["roofline"]))
+    if why.get("energy"):
+        items.append(("Energy", why["energy"]))
     if why["ladder"]:
         items.append(("Ladder", why["ladder"]))
     if why.get("prefetch"):

@@ -210,6 +210,28 @@ def roofline(record, concurrency=1):
     return ("at c=%d " % concurrency + ", ".join(parts)) if parts else None
 
 
+def energy(record):
+    """'at c=1 0.412 -> 0.351 J per output token (-14.8 %; 2.4 -> 2.8 tokens/J at 52.3 -> 60.1 W)', or None.
+
+    From the record's ``energy`` (verdict/energy.py: each arm's rounds pooled); a simulated board's joules are
+    converted back to board time (its power is a board's, its seconds are scaled)."""
+    parts = []
+    scale = _time_scale(record.get("baseline"))
+    for level in record.get("energy") or []:
+        if not isinstance(level, dict) or not isinstance(level.get("baseline"), dict) \
+                or not isinstance(level.get("candidate"), dict):
+            continue
+        base, cand = level["baseline"], level["candidate"]
+        try:
+            parts.append("at c=%d %.3f -> %.3f J per output token (%+.1f %%; %.1f -> %.1f tokens/J at %.1f -> %.1f W)"
+                         % (level["concurrency"], base["j_per_token"] / scale, cand["j_per_token"] / scale,
+                            100 * level["change"], base["tokens_per_j"] * scale, cand["tokens_per_j"] * scale,
+                            base["power_w_avg"], cand["power_w_avg"]))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return "; ".join(parts) or None
+
+
 def serving_gap(record):
     """'longest 41.3 s over 3 restarts (41.3, 12.0, 10.5 s)': how long the host did not serve at each
     restart of the run (from the old server leaving to the new one's first healthy answer), or None."""
@@ -275,6 +297,7 @@ def explain(record):
         "workload": workload(record),
         "k_tuning": k_tuning(record),
         "roofline": roofline(record),
+        "energy": energy(record),
         "serving_gap": serving_gap(record),
         "prefetch": prefetch(record),
         "runs_now": record.get("config_after") or ("unchanged" if status in ("refused", "unchanged", "held", "planned") else "unknown"),

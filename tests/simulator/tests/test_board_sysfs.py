@@ -90,3 +90,53 @@ def test_the_sensor_daemon_mirrors_the_announcement(tmp_path):
     assert wait_for("250000000")
     throttle.write_text("0\n")
     assert wait_for("1000000000")
+
+
+def test_the_draw_follows_the_load_and_speculation():
+    model = board_sysfs.PowerModel("/nonexistent", {"idle_w": 10, "busy_w": 20, "per_seq_w": 1, "draft_w": 5})
+    assert model.watts(0, True) == 10
+    assert model.watts(1, False) == 31 and model.watts(8, False) == 38
+    assert model.watts(1, True) == 36
+
+
+def test_the_stand_in_announces_its_draw_at_most_every_50_ms(tmp_path):
+    ticks = [0.0]
+    path = str(tmp_path / "power")
+    model = board_sysfs.PowerModel(path, {"idle_w": 10, "busy_w": 20, "per_seq_w": 1, "draft_w": 5},
+                                   clock=lambda: ticks[0])
+    model.step(0, False)
+    assert board_sysfs.read_power(path) == 10000
+    model.step(2, False)  # going busy is always shown
+    assert board_sysfs.read_power(path) == 32000
+    model.step(3, True)  # another busy draw within 50 ms: not written yet
+    assert board_sysfs.read_power(path) == 32000
+    ticks[0] = 0.06
+    model.step(3, True)
+    assert board_sysfs.read_power(path) == 38000
+    ticks[0] = 0.07
+    model.step(0, False)  # going idle is always shown
+    assert board_sysfs.read_power(path) == 10000
+
+
+@pytest.mark.parametrize("fixture, rails", [
+    ("thor-t5000-devkit-r39.2", ["VIN"]),
+    ("agx-orin-64gb-devkit-r39.2", ["VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0"]),
+    ("orin-nx-16gb-r36.4.3", ["VDD_IN"]),
+])
+def test_the_daemon_scales_the_fixture_rails_to_the_draw_the_collection_reads(tmp_path, fixture, rails):
+    """What the collection's own reader (jetson/power.py) sees after the daemon scaled a real layout."""
+    import shutil
+    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+    shutil.copytree(os.path.join(repo, "tests", "fixtures", "boards", fixture, "root", "sys"), str(tmp_path / "sys"))
+    board = board_sysfs.BoardRails(str(tmp_path))
+    board.draw(33000)
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("unit_conftest", os.path.join(repo, "tests", "unit", "conftest.py"))
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))  # puts the collection on sys.path
+    from ansible_collections.jetson.specdec.plugins.module_utils.jetson import power
+    from ansible_collections.jetson.specdec.plugins.module_utils.jetson.files import RootReader
+    reader = RootReader(str(tmp_path))
+    found = power.find_rails(reader)
+    names, dummy = power.total_rails(found)
+    assert names == rails
+    assert power.read_total_mw(reader, found, names) == pytest.approx(33000, rel=0.002)

@@ -24,6 +24,12 @@ the sysroot (a real kernel writes /sys, not vLLM):
 
 The board's ``nvpmodel`` and ``jetson_clocks`` stand-ins (board_tools.py) change the same
 files the way the real tools do.
+
+Power works the same way: the stand-in, when its profile has ``power_file`` and a ``power``
+model (``idle_w``, ``busy_w``, ``per_seq_w``, ``draft_w``), writes the board's draw in mW there
+as its engine steps (idle; busy plus a share per running sequence; plus the draft's share while
+it speculates), and the sensor daemon scales the board's INA3221/INA238 rail files (the fixture
+tree's, found by hwmon ``name``) so their total reads that draw.
 """
 import json
 import os
@@ -73,6 +79,129 @@ class BoardSysfs(object):
         self._put(self.zone + "/temp", str(HOT_MILLI_C if active else COOL_MILLI_C))
 
 
+class BoardRails(object):
+    """The fixture's power rails, scaled so the board's total reads a given draw.
+
+    The total follows the collection's rule (jetson/power.py): VIN, POM_5V_IN or VDD_IN when
+    present, else AGX Orin's three module rails, else every rail; every rail moves by the same
+    factor, as a busier board draws more on each of them."""
+
+    TOTALS = ("VIN", "POM_5V_IN", "VDD_IN")
+    AGX_ORIN = ("VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0")
+
+    def __init__(self, root):
+        self.root = root
+        self.rails = []  # (label, file, base value, unit mW per base unit)
+        base = os.path.join(root, "sys/class/hwmon")
+        try:
+            devices = sorted(os.listdir(base))
+        except OSError:
+            devices = []
+        for dev in devices:
+            path = os.path.join(base, dev)
+            name = _read(os.path.join(path, "name"))
+            if name == "ina238":
+                self._add("VIN", os.path.join(path, "power1_input"), 0.001, os.path.join(path, "curr1_input"))
+            elif name == "ina3221":
+                for ch in (1, 2, 3):
+                    label = _read(os.path.join(path, "in%d_label" % ch))
+                    volt = _read(os.path.join(path, "in%d_input" % ch))
+                    if label and "NC" not in label.split() and volt and volt.isdigit():
+                        self._add(label, os.path.join(path, "curr%d_input" % ch), int(volt) / 1000.0)
+
+    def _add(self, label, path, mw_per_unit, also=None):
+        value = _read(path)
+        if value and value.isdigit():
+            extra = _read(also) if also else None
+            self.rails.append((label, path, int(value), mw_per_unit,
+                               (also, int(extra)) if extra and extra.isdigit() else None))
+
+    def _total_labels(self):
+        labels = [r[0] for r in self.rails]
+        for name in self.TOTALS:
+            if name in labels:
+                return [name]
+        if all(n in labels for n in self.AGX_ORIN):
+            return list(self.AGX_ORIN)
+        return labels
+
+    def base_mw(self):
+        chosen = self._total_labels()
+        return sum(base * unit for label, dummy, base, unit, dummy2 in self.rails if label in chosen)
+
+    def draw(self, mw):
+        """Scale every rail so the total reads ``mw``."""
+        base = self.base_mw()
+        if base <= 0:
+            return
+        factor = mw / base
+        for dummy, path, value, dummy2, also in self.rails:
+            _write(path, str(int(round(value * factor))))
+            if also:
+                _write(also[0], str(int(round(also[1] * factor))))
+
+
+def _read(path):
+    try:
+        with open(path) as handle:
+            return handle.read().strip()
+    except (OSError, TypeError):
+        return None
+
+
+class PowerModel(object):
+    """The stand-in's half of the power rails: the draw of each engine step, announced in mW."""
+
+    MIN_GAP_S = 0.05  # the daemon polls this often; more writes would not be seen
+
+    def __init__(self, path, model, clock=time.monotonic):
+        self.path = path
+        self.idle_w = float(model.get("idle_w", 0.0))
+        self.busy_w = float(model.get("busy_w", 0.0))
+        self.per_seq_w = float(model.get("per_seq_w", 0.0))
+        self.draft_w = float(model.get("draft_w", 0.0))
+        self.clock = clock
+        self.shown, self.last = None, None
+
+    def watts(self, n_seqs, speculating):
+        if not n_seqs:
+            return self.idle_w
+        return self.idle_w + self.busy_w + self.per_seq_w * n_seqs + (self.draft_w if speculating else 0.0)
+
+    def step(self, n_seqs, speculating):
+        milli = int(round(1000 * self.watts(n_seqs, speculating)))
+        now = self.clock()
+        if milli == self.shown:
+            return
+        # Going busy or idle is always shown; between two busy draws, at most every MIN_GAP_S.
+        busy_before = self.shown is not None and self.shown != int(round(1000 * self.idle_w))
+        if n_seqs and busy_before and now - self.last < self.MIN_GAP_S:
+            return
+        try:
+            _write(self.path, str(milli))
+        except OSError as exc:
+            sys.stderr.write("jetson-sim: cannot write %s: %s\n" % (self.path, exc))
+            return
+        self.shown, self.last = milli, now
+
+
+def attach_power(profile):
+    """A PowerModel when the profile has ``power_file`` and a ``power`` model, else None."""
+    path = getattr(profile, "power_file", None)
+    model = getattr(profile, "power", None) or {}
+    if not path or not model:
+        return None
+    meter = PowerModel(path, model)
+    meter.step(0, False)
+    return meter
+
+
+def read_power(path):
+    """The draw the stand-in announced in mW, or None."""
+    value = _read(path)
+    return int(value) if value and value.isdigit() else None
+
+
 def read_throttle(path):
     """The slowdown the stand-in announced (1.0: none or unreadable)."""
     try:
@@ -116,11 +245,17 @@ def sensors_main(argv=None):
     board = BoardSysfs(args[1], profile.get("gpu_devfreq") or {})
     board.held(profile.get("clocks_pinned", True) is not False)
     path = profile.get("throttle_file")
-    shown = 1.0
-    while path:
-        now = read_throttle(path)
+    power_path = profile.get("power_file") if profile.get("power") else None
+    rails = BoardRails(args[1]) if power_path else None
+    shown, drawn = 1.0, None
+    while path or power_path:
+        now = read_throttle(path) if path else 1.0
         if now != shown:
             board.throttle(now)
             shown = now
+        mw = read_power(power_path) if power_path else None
+        if mw is not None and mw != drawn:
+            rails.draw(mw)
+            drawn = mw
         time.sleep(POLL_S)
     return 0

@@ -144,6 +144,7 @@ class Engine(object):
         self.stopped = False
         self.stalled = False
         self.stall = None  # (after_requests, after_tokens)
+        self.power = None  # board_sysfs.PowerModel: the draw of each step, for the board's power rails
 
     # ---- request side (any thread) -------------------------------------------------
     def add(self, req):
@@ -283,10 +284,14 @@ class Engine(object):
             with self.cv:
                 while not self.stopped and (self.stalled or not (self.waiting or self.running)):
                     next_start = None
+                    if self.power:
+                        self.power.step(0, False)
                     self.cv.wait(1.0)
                 if self.stopped:
                     return
                 prefill, decode, duration = self.plan()
+            if self.power:
+                self.power.step(len(prefill) + len(decode), self.spec is not None and bool(decode))
             now = self.clock.now()
             # Keep steps back to back (absolute deadlines) so sleep overshoot on a busy host
             # does not add up; restart the timeline only after an idle gap (next_start is

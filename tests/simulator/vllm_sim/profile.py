@@ -34,6 +34,11 @@ _DEFAULTS = {
     # devfreq node that daemon shows (board_sysfs.py); without a throttle_file nothing is shown.
     "throttle_file": None,
     "gpu_devfreq": {},
+    # Where the stand-in announces its draw (mW) to the sensor daemon, which scales the board's power
+    # rails to it, and the draw model: idle_w, busy_w (any request running), per_seq_w (each running
+    # sequence), draft_w (while it speculates). Without both, the rails keep the fixture's values.
+    "power_file": None,
+    "power": {},
     # false: the board starts with the GPU floor at the DVFS minimum (nobody ran jetson_clocks)
     "clocks_pinned": True,
 }

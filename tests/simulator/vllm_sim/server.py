@@ -57,6 +57,7 @@ class SimServer(object):
         # The fault thermal_throttle shows in the board's clock and temperature files; the
         # profile's noise (a slowdown nobody explains) does not.
         self.board_sysfs = board_sysfs.attach(profile, self.engine.noise, bool(faults.get("thermal_throttle")))
+        self.engine.power = board_sysfs.attach_power(profile)
         stall = faults.get("stall_mid_stream")
         if stall:
             self.engine.stall = (int(stall.get("after_requests", 0)),

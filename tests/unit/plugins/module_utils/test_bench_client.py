@@ -143,3 +143,37 @@ def test_the_board_is_sampled_before_the_round_and_after_each_level():
     assert bench.conditions == [{"gpu": {"cur_hz": 1}, "when": "before"},
                                 {"gpu": {"cur_hz": 2}, "when": "after concurrency 1"}]
     assert bench.warnings == ["could not read the board's conditions after concurrency 2: sensor gone"]
+
+
+class _Meter(object):
+    """A power meter that reports 2 J per level, and breaks on the second level's stop."""
+
+    def __init__(self):
+        self.calls = []
+
+    def start(self):
+        self.calls.append("start")
+
+    def stop(self):
+        self.calls.append("stop")
+        if self.calls.count("stop") == 2:
+            raise IOError("rail gone")
+        return {"energy_j": 2.0, "power_w_avg": 4.0, "seconds": 0.5, "samples": 6}
+
+
+def test_each_level_is_metered_and_a_broken_rail_is_a_warning():
+    _ScriptedClient.count = [0]
+    meter = _Meter()
+    bench = br.Benchmark({"url": "http://127.0.0.1:9", "concurrency": [1, 2], "num_prompts": 3,
+                          "warmup_prompts": 0, "input_len": 8, "output_len": 5, "power_meter": meter},
+                         client_cls=_ScriptedClient)
+    bench.target, bench.model = bc.Target("http://127.0.0.1:9"), "m"
+    bench.input_len, bench.output_len, bench.words = 8, 5, 8
+    bench.deadline = time.perf_counter() + 20
+    runs, _raw, _records = bench._levels()
+    assert meter.calls == ["start", "stop", "start", "stop"]
+    first = runs[0]["power"]
+    assert first["output_tokens"] == runs[0]["output_tokens"] == 10  # the third request failed
+    assert first["j_per_token"] == 0.2 and first["tokens_per_j"] == 5.0
+    assert runs[1]["power"] is None
+    assert bench.warnings == ["could not read the board's power rails at concurrency 2: rail gone"]
