@@ -99,13 +99,20 @@ class _ScriptedClient(object):
         pass
 
 
-def test_every_run_keeps_its_requests_as_evidence():
-    _ScriptedClient.count = [0]
-    bench = br.Benchmark({"url": "http://127.0.0.1:9", "concurrency": [1, 2], "num_prompts": 6,
-                          "warmup_prompts": 0, "input_len": 8, "output_len": 5}, client_cls=_ScriptedClient)
+def _scripted_bench(**cfg):
+    """A Benchmark over _ScriptedClient at concurrency 1 and 2, ready for _levels() (no server)."""
+    cfg = dict({"url": "http://127.0.0.1:9", "concurrency": [1, 2], "warmup_prompts": 0, "input_len": 8,
+                "output_len": 5}, **cfg)
+    bench = br.Benchmark(cfg, client_cls=_ScriptedClient)
     bench.target, bench.model = bc.Target("http://127.0.0.1:9"), "m"
     bench.input_len, bench.output_len, bench.words = 8, 5, 8
     bench.deadline = time.perf_counter() + 20
+    return bench
+
+
+def test_every_run_keeps_its_requests_as_evidence():
+    _ScriptedClient.count = [0]
+    bench = _scripted_bench(num_prompts=6)
     runs, _raw, _records = bench._levels()
     for run in runs:
         reqs = run["requests"]
@@ -131,12 +138,7 @@ def test_the_board_is_sampled_before_the_round_and_after_each_level():
             raise IOError("sensor gone")
         return value
 
-    bench = br.Benchmark({"url": "http://127.0.0.1:9", "concurrency": [1, 2], "num_prompts": 2,
-                          "warmup_prompts": 0, "input_len": 8, "output_len": 5, "sampler": sampler},
-                         client_cls=_ScriptedClient)
-    bench.target, bench.model = bc.Target("http://127.0.0.1:9"), "m"
-    bench.input_len, bench.output_len, bench.words = 8, 5, 8
-    bench.deadline = time.perf_counter() + 20
+    bench = _scripted_bench(num_prompts=2, sampler=sampler)
     bench._sample("before")
     bench._levels()
     # a failing read is a warning, never a failed round
@@ -164,12 +166,7 @@ class _Meter(object):
 def test_each_level_is_metered_and_a_broken_rail_is_a_warning():
     _ScriptedClient.count = [0]
     meter = _Meter()
-    bench = br.Benchmark({"url": "http://127.0.0.1:9", "concurrency": [1, 2], "num_prompts": 3,
-                          "warmup_prompts": 0, "input_len": 8, "output_len": 5, "power_meter": meter},
-                         client_cls=_ScriptedClient)
-    bench.target, bench.model = bc.Target("http://127.0.0.1:9"), "m"
-    bench.input_len, bench.output_len, bench.words = 8, 5, 8
-    bench.deadline = time.perf_counter() + 20
+    bench = _scripted_bench(num_prompts=3, power_meter=meter)
     runs, _raw, _records = bench._levels()
     assert meter.calls == ["start", "stop", "start", "stop"]
     first = runs[0]["power"]
