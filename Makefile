@@ -47,6 +47,7 @@ unit: venv collection-path
 # testbed first: it installs the Docker engine, whose real CLI test_docker_daemon_down.py points at a dead socket.
 unit-integration: venv collection-path testbed
 	bash tests/integration_py/ensure_chromium.sh
+	bash tests/integration_py/ensure_promtool.sh
 	$(BIN)/pytest -q tests/integration_py tests/simulator/tests
 
 lint: venv collection-path

@@ -18,6 +18,7 @@ import os
 
 from ansible_collections.jetson.specdec.plugins.module_utils.common.atomic import atomic_write_text
 from ansible_collections.jetson.specdec.plugins.module_utils.record.state import parse_iso
+from ansible_collections.jetson.specdec.plugins.module_utils.record.why import time_scale_of
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import pool_level, pooled_acceptance
 
 FILENAME = "jetson_specdec.prom"
@@ -68,6 +69,16 @@ def render_families(families):
     return "\n".join(lines) + "\n"
 
 
+def _board_time_scale(bench):
+    """The stand-in's time_scale of a phase's benchmarks (1.0 for a real board)."""
+    repeats = bench if isinstance(bench, list) else [bench]
+    for result in repeats:
+        scale = time_scale_of(result) if isinstance(result, dict) else None
+        if scale:
+            return scale
+    return 1.0
+
+
 def speculation_enabled(state):
     info = state.get("info") or {}
     if info.get("speculation_enabled") is not None:
@@ -83,15 +94,18 @@ def build_families(state, concurrencies=(1, 8)):
     benches = state.get("benchmarks") or {}
     tpot, thr = [], []
     for phase in PHASES:
+        # A simulated board's stand-in runs time_scale times faster than the board it models: the
+        # metrics say what the board would show (base units: seconds, tokens per second).
+        scale = _board_time_scale(benches.get(phase))
         for c in concurrencies:
             level = pool_level(benches.get(phase), c)
             if level is None:
                 continue
             labels = [("phase", phase), ("concurrency", str(c))]
             if level["tpot_ms_p50"] is not None:
-                tpot.append((labels, level["tpot_ms_p50"]))
+                tpot.append((labels, round(level["tpot_ms_p50"] / 1000.0 / scale, 9)))
             if level["throughput_tok_s"] is not None:
-                thr.append((labels, level["throughput_tok_s"]))
+                thr.append((labels, round(level["throughput_tok_s"] * scale, 4)))
     acceptance = pooled_acceptance(benches.get("final") or benches.get("candidate"))
     updated = parse_iso(state.get("updated_at"))
     families = [
@@ -101,10 +115,10 @@ def build_families(state, concurrencies=(1, 8)):
             ("family", info.get("family") or "")], 1)]),
         ("jetson_specdec_speculation_enabled", "1 when the running vLLM unit uses speculative decoding.",
          "gauge", [([], speculation_enabled(state))]),
-        ("jetson_specdec_tpot_ms_p50", "Median time per output token in milliseconds, per benchmark phase.",
-         "gauge", tpot),
-        ("jetson_specdec_throughput_tok_s", "Output throughput in tokens per second, per benchmark phase.",
-         "gauge", thr),
+        ("jetson_specdec_tpot_p50_seconds", "Median time per output token in seconds, per benchmark phase "
+         "(board time on a simulated board).", "gauge", tpot),
+        ("jetson_specdec_throughput_tokens_per_second", "Output throughput in tokens per second, per benchmark "
+         "phase (board time on a simulated board).", "gauge", thr),
         ("jetson_specdec_acceptance_rate", "Draft token acceptance rate of the speculative candidate.",
          "gauge", [([], acceptance)] if acceptance is not None else []),
         ("jetson_specdec_last_run_timestamp_seconds", "Unix time of the last rollout state change.",

@@ -68,10 +68,10 @@ def test_render_parses_and_has_expected_values():
     assert by["jetson_specdec_simulated"] == [({}, 1.0)]
     assert by["jetson_specdec_acceptance_rate"] == [({}, pytest.approx(0.71))]
     assert by["jetson_specdec_last_run_timestamp_seconds"] == [({}, 1772366400.0)]
-    tpot = dict(((l["phase"], l["concurrency"]), v) for l, v in by["jetson_specdec_tpot_ms_p50"])
-    assert tpot[("baseline", "1")] == 35.0 and tpot[("candidate", "1")] == 23.5
+    tpot = dict(((l["phase"], l["concurrency"]), v) for l, v in by["jetson_specdec_tpot_p50_seconds"])
+    assert tpot[("baseline", "1")] == 0.035 and tpot[("candidate", "1")] == 0.0235
     assert ("final", "1") not in tpot  # no final phase measured: no sample rather than a fake 0
-    thr = dict(((l["phase"], l["concurrency"]), v) for l, v in by["jetson_specdec_throughput_tok_s"])
+    thr = dict(((l["phase"], l["concurrency"]), v) for l, v in by["jetson_specdec_throughput_tokens_per_second"])
     assert thr[("candidate", "8")] == pytest.approx(246.0)
 
 
@@ -91,7 +91,18 @@ def test_reverted_state_reports_speculation_off_and_is_deterministic():
 def test_empty_state_still_valid():
     samples = strict_parse(tm.render({}))
     names = set(s[0] for s in samples)
-    assert "jetson_specdec_info" in names and "jetson_specdec_tpot_ms_p50" not in names
+    assert "jetson_specdec_info" in names and "jetson_specdec_tpot_p50_seconds" not in names
+
+
+def test_a_simulated_boards_metrics_are_in_board_time():
+    """A stand-in at time_scale 0.1 runs ten times faster than its board: the metrics show the board."""
+    sim = "thor_t5000; time_scale=0.1"
+    benches = {"baseline": dict(bench(280.0, 3.5), simulated=sim), "candidate": [dict(bench(400.0, 2.4), simulated=sim)]}
+    by = {}
+    for name, labels, value in strict_parse(tm.render(dict(STATE, benchmarks=benches))):
+        by.setdefault(name, {})[(labels.get("phase"), labels.get("concurrency"))] = value
+    assert by["jetson_specdec_tpot_p50_seconds"][("baseline", "1")] == pytest.approx(0.035)
+    assert by["jetson_specdec_throughput_tokens_per_second"][("candidate", "1")] == pytest.approx(40.0)
 
 
 def test_escape_and_format():

@@ -101,7 +101,7 @@ def test_write_with_textfile(tmp_path):
     assert not failed and result["textfile"] == str(tf / "jetson_specdec.prom")
     text = (tf / "jetson_specdec.prom").read_text()
     assert 'jetson_specdec_info{verdict="keep",status="kept",method="eagle3",model="m",family="thor"} 1' in text
-    assert 'jetson_specdec_tpot_ms_p50{phase="baseline",concurrency="1"} 33' in text
+    assert 'jetson_specdec_tpot_p50_seconds{phase="baseline",concurrency="1"} 0.033' in text
     assert run(tmp_path, state="write", status="kept", textfile_dir=str(tf))[1]["changed"] is False
 
 
