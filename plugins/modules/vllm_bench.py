@@ -176,6 +176,15 @@ options:
     type: bool
     default: true
     version_added: 0.2.0
+  watch_traffic:
+    description:
+      - Poll the server's queue gauges (C(vllm:num_requests_running) and C(vllm:num_requests_waiting) on C(/metrics))
+        every 0.5 s while each level runs. More requests than the level's concurrency is traffic from someone else:
+        RV(runs[].traffic) says how much, a warning names it, and the rollout's verdict sets that round aside.
+      - A server without those gauges reports no traffic (null).
+    type: bool
+    default: true
+    version_added: 0.2.0
   progress_path:
     description:
       - Write the run's progress to this file (JSON, replaced atomically at most every 2 s and at each step) -
@@ -277,6 +286,14 @@ runs:
           (joules per output token) and C(tokens_per_j) (its inverse; null without tokens).
       type: dict
       returned: when the board has readable power rails
+      version_added: 0.2.0
+    traffic:
+      description:
+        - What the server's queue gauges showed during the level (O(watch_traffic)); null when it has none.
+        - C(peak_requests) (running plus waiting, the most seen), C(foreign_requests) (how many more than the level's
+          concurrency: requests the benchmark did not send) and C(polls).
+      type: dict
+      returned: when O(watch_traffic=true)
       version_added: 0.2.0
     requests:
       description:
@@ -406,6 +423,7 @@ def build_module():
             dest=dict(type="path"),
             sample_conditions=dict(type="bool", default=True),
             sample_power=dict(type="bool", default=True),
+            watch_traffic=dict(type="bool", default=True),
             conditions_root=dict(type="path", default="/"),
             progress_path=dict(type="path"),
             # the action plugin's (it takes them out before the module runs): documented with the module
@@ -450,7 +468,7 @@ def main():
     cfg = dict((k, p[k]) for k in (
         "url", "model", "api_key", "endpoint", "concurrency", "num_prompts", "warmup_prompts",
         "input_len", "output_len", "output_range_ratio", "seed", "prompt_token_ids_range", "request_timeout",
-        "max_duration", "max_failed_ratio", "power_mode", "ca_path", "validate_certs"))
+        "max_duration", "max_failed_ratio", "power_mode", "ca_path", "validate_certs", "watch_traffic"))
     if p["dataset_path"]:
         try:  # the whole file is checked before the server sees a request
             cfg["dataset"] = load_dataset(p["dataset_path"], p["dataset_format"], p["dataset_category"])

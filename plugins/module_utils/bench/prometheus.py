@@ -201,3 +201,22 @@ def add_raw(total, raw):
     for pos, val in raw["per_position"].items():
         total["per_position"][pos] = total["per_position"].get(pos, 0.0) + val
     return total
+
+
+QUEUE_GAUGES = ("vllm:num_requests_running", "vllm:num_requests_waiting")
+
+
+def queue_snapshot(samples, model_name=None):
+    """(running, waiting) requests on the server now, summed over engines, or None without the gauges.
+
+    ``model_name`` keeps the samples of that served model (a sample without the label counts too)."""
+    found = {}
+    for name, labels, value in samples:
+        if name not in QUEUE_GAUGES:
+            continue
+        if model_name is not None and labels.get("model_name") not in (None, model_name):
+            continue
+        found[name] = found.get(name, 0.0) + value
+    if not found:
+        return None
+    return int(found.get(QUEUE_GAUGES[0], 0)), int(found.get(QUEUE_GAUGES[1], 0))

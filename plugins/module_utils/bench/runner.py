@@ -47,6 +47,8 @@ DEFAULTS = {
     # A jetson/power.py PowerMeter, started before each level's first request and stopped after
     # its last: the level's average power and joules per output token; None: not metered.
     "power_meter": None,
+    # Poll the server's queue gauges during each level (TrafficWatch): foreign traffic is reported.
+    "watch_traffic": False,
     # A bench/progress.py Progress told of every step and finished request; None: not reported.
     "progress": None,
 }
@@ -96,6 +98,54 @@ def scrape_spec(target, timeout, model):
     if status != 200:
         return None
     return bp.spec_decode_snapshot(bp.parse_text(body), model)
+
+
+class TrafficWatch(object):
+    """Watches the server's own queue gauges while a level runs: requests besides the benchmark's.
+
+    The benchmark assumes an idle server. vLLM's ``vllm:num_requests_running`` + ``num_requests_waiting``
+    above the level's concurrency (the most requests the benchmark itself can have in flight) is traffic
+    from someone else: that level measured a shared server, and the verdict sets its round aside."""
+
+    def __init__(self, target, model, concurrency, deadline, interval=0.5):
+        self.target, self.model, self.concurrency = target, model, int(concurrency)
+        self.deadline, self.interval = deadline, float(interval)
+        self.peak, self.polls, self.seen = 0, 0, False
+        self._stop, self._thread = threading.Event(), None
+
+    def poll(self):
+        left = self.deadline - perf_counter()
+        if left <= 0:
+            return
+        try:
+            status, _h, body = bc.get(self.target, "/metrics", min(left, 2.0))
+        except Exception:  # the watch is evidence about the level, never a reason to fail it
+            return
+        queue = bp.queue_snapshot(bp.parse_text(body), self.model) if status == 200 else None
+        if queue is None:
+            return
+        self.polls += 1
+        self.seen = True
+        self.peak = max(self.peak, queue[0] + queue[1])
+
+    def _loop(self):
+        while not self._stop.wait(self.interval):
+            self.poll()
+
+    def start(self):
+        self._thread = threading.Thread(target=self._loop, name="traffic-watch")
+        self._thread.daemon = True
+        self._thread.start()
+
+    def stop(self):
+        """{peak_requests, foreign_requests, polls}, or None when the server exposes no queue gauges."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if not self.seen:
+            return None
+        return {"peak_requests": self.peak, "foreign_requests": max(0, self.peak - self.concurrency),
+                "polls": self.polls}
 
 
 def run_pool(target, endpoint, payloads, concurrency, request_timeout, deadline,
@@ -341,6 +391,15 @@ class Benchmark(object):
         reading["when"] = when
         self.conditions.append(reading)
 
+    def _watch(self, conc):
+        """A started TrafficWatch for this level (with one poll first: traffic already there), or None."""
+        if not self.cfg.get("watch_traffic"):
+            return None
+        watch = TrafficWatch(self.target, self.model, conc, self.deadline)
+        watch.poll()
+        watch.start()
+        return watch
+
     def _meter(self, what, conc):
         """Start or stop the level's power meter; a failing sensor is a warning, never a failed level."""
         meter = self.cfg.get("power_meter")
@@ -388,11 +447,13 @@ class Benchmark(object):
             self._step("level", cfg["num_prompts"], conc, index + 1)
             payloads, lengths = self._payloads(cfg["num_prompts"])
             before = scrape_spec(self.target, self.deadline - perf_counter(), self.model)
+            watch = self._watch(conc)
             t_level = perf_counter()
             self._meter("start", conc)
             records, duration = run_pool(self.target, cfg["endpoint"], payloads, conc,
                                          cfg["request_timeout"], self.deadline, self.client_cls, self._done)
             energy = self._meter("stop", conc)
+            traffic = watch.stop() if watch is not None else None
             after = scrape_spec(self.target, self.deadline - perf_counter(), self.model)
             for rec, length in zip(records, lengths):
                 rec["expected_output_tokens"] = length
@@ -403,6 +464,13 @@ class Benchmark(object):
             run["requests"] = request_evidence(records, t_level)
             if cfg.get("power_meter") is not None:
                 run["power"] = power.per_token(energy, run["output_tokens"])
+            if watch is not None:
+                run["traffic"] = traffic
+                if traffic and traffic["foreign_requests"]:
+                    self.warnings.append(
+                        "foreign traffic at concurrency %d: up to %d requests ran or waited on the server, %d more than "
+                        "the benchmark sends (drain the board before its rollout; the verdict sets this round aside)"
+                        % (conc, traffic["peak_requests"], traffic["foreign_requests"]))
             self._sample("after concurrency %d" % conc)
             runs.append(run)
             all_records.extend(records)

@@ -174,3 +174,43 @@ def test_each_level_is_metered_and_a_broken_rail_is_a_warning():
     assert first["j_per_token"] == 0.2 and first["tokens_per_j"] == 5.0
     assert runs[1]["power"] is None
     assert bench.warnings == ["could not read the board's power rails at concurrency 2: rail gone"]
+
+
+def test_queue_gauges_are_summed_over_engines_for_the_served_model():
+    from ansible_collections.jetson.specdec.plugins.module_utils.bench import prometheus as bp
+    text = ('vllm:num_requests_running{engine="0",model_name="m"} 3.0\n'
+            'vllm:num_requests_running{engine="1",model_name="m"} 2.0\n'
+            'vllm:num_requests_waiting{engine="0",model_name="m"} 4.0\n'
+            'vllm:num_requests_running{engine="0",model_name="other"} 9.0\n')
+    assert bp.queue_snapshot(bp.parse_text(text), "m") == (5, 4)
+    assert bp.queue_snapshot(bp.parse_text(text)) == (14, 4)
+    assert bp.queue_snapshot(bp.parse_text("vllm:spec_decode_num_drafts_total 3\n"), "m") is None
+
+
+def test_the_traffic_watch_counts_requests_beyond_the_levels_concurrency(monkeypatch):
+    """Polls that see 1, 4 and 2 requests on a concurrency-1 level: 3 were someone else's."""
+    answers = iter([1, 4, 2])
+
+    def fake_get(target, path, timeout):
+        assert path == "/metrics"
+        n = next(answers)
+        return 200, {}, 'vllm:num_requests_running{model_name="m"} %d\nvllm:num_requests_waiting{model_name="m"} 0\n' % n
+
+    monkeypatch.setattr(bc, "get", fake_get)
+    watch = br.TrafficWatch(bc.Target("http://127.0.0.1:9"), "m", 1, time.perf_counter() + 20)
+    for dummy in range(3):
+        watch.poll()
+    assert watch.stop() == {"peak_requests": 4, "foreign_requests": 3, "polls": 3}
+    silent = br.TrafficWatch(bc.Target("http://127.0.0.1:9"), "m", 1, time.perf_counter() + 20)
+    monkeypatch.setattr(bc, "get", lambda *a: (200, {}, "other_metric 1\n"))
+    silent.poll()
+    assert silent.stop() is None  # a server without the gauges: no claim either way
+
+
+def test_foreign_traffic_during_a_level_is_kept_with_the_level_and_named(monkeypatch):
+    monkeypatch.setattr(br.TrafficWatch, "poll", lambda self: setattr(self, "seen", True) or setattr(self, "peak", 5))
+    _ScriptedClient.count = [0]
+    bench = _scripted_bench(num_prompts=3, watch_traffic=True)
+    runs, _raw, _records = bench._levels()
+    assert runs[0]["traffic"]["foreign_requests"] == 4 and runs[1]["traffic"]["foreign_requests"] == 3
+    assert bench.warnings[0].startswith("foreign traffic at concurrency 1: up to 5 requests ran or waited")
