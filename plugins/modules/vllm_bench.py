@@ -179,7 +179,7 @@ options:
   watch_traffic:
     description:
       - Poll the server's queue gauges (C(vllm:num_requests_running) and C(vllm:num_requests_waiting) on C(/metrics))
-        every 0.5 s while each level runs. More requests than the level's concurrency is traffic from someone else:
+        every 0.5 s while each level runs. More requests than the level's concurrency is traffic from someone else;
         RV(runs[].traffic) says how much, a warning names it, and the rollout's verdict sets that round aside.
       - A server without those gauges reports no traffic (null).
     type: bool
@@ -291,7 +291,7 @@ runs:
       description:
         - What the server's queue gauges showed during the level (O(watch_traffic)); null when it has none.
         - C(peak_requests) (running plus waiting, the most seen), C(foreign_requests) (how many more than the level's
-          concurrency: requests the benchmark did not send) and C(polls).
+          concurrency, requests the benchmark did not send) and C(polls).
       type: dict
       returned: when O(watch_traffic=true)
       version_added: 0.2.0
