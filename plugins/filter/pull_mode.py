@@ -12,6 +12,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import contextlib
+import hashlib
 import io
 
 from ansible.errors import AnsibleFilterError
@@ -85,8 +86,23 @@ def pull_mode_refusals(settings):
     return refusals
 
 
+def pull_machine_id_duplicates(machine_ids):
+    """Boards that share a machine id (cloned images): [{id, hosts}], ``id`` a short sha256 of the machine id.
+
+    Pull mode's staged waves key on the machine id, so such boards always land in the same wave."""
+    machine_ids = plain(machine_ids) or {}
+    if not isinstance(machine_ids, dict):
+        raise AnsibleFilterError("jetson.specdec.pull_machine_id_duplicates: expects a dict of host: machine id")
+    by_id = {}
+    for host, machine_id in machine_ids.items():
+        if isinstance(machine_id, str) and machine_id.strip() and machine_id.strip() != "uninitialized":
+            by_id.setdefault(machine_id.strip().lower(), []).append(host)
+    return [{"id": hashlib.sha256(key.encode("utf-8")).hexdigest()[:12], "hosts": sorted(hosts)}
+            for key, hosts in sorted(by_id.items(), key=lambda kv: sorted(kv[1])) if len(hosts) > 1]
+
+
 class FilterModule(object):
     """jetson.specdec pull-mode input checks."""
 
     def filters(self):
-        return {"pull_mode_refusals": pull_mode_refusals}
+        return {"pull_mode_refusals": pull_mode_refusals, "pull_machine_id_duplicates": pull_machine_id_duplicates}

@@ -263,3 +263,13 @@ def test_the_filter_gathers_every_rule():
     rules = sorted(r.split(":", 1)[0] for r in found)
     assert rules == ["input.pull_dir", "input.pull_environment", "input.pull_extra_args", "input.pull_unit_name",
                      "input.pull_url_credentials"], found
+
+
+def test_boards_sharing_a_machine_id_are_found():
+    from ansible_collections.jetson.specdec.plugins.filter.pull_mode import pull_machine_id_duplicates
+    same = "0123456789abcdef0123456789abcdef"
+    found = pull_machine_id_duplicates({"nx-02": same + "\n", "nx-01": same, "nx-03": "f" * 32, "nx-04": "",
+                                        "nx-05": "uninitialized\n", "nx-06": "uninitialized"})
+    assert [entry["hosts"] for entry in found] == [["nx-01", "nx-02"]]
+    assert same not in str(found) and len(found[0]["id"]) == 12
+    assert pull_machine_id_duplicates({"a": "1" * 32, "b": "2" * 32}) == []
