@@ -148,7 +148,10 @@ def main():
         present = _listed(module, home)
         stray = sorted(name for name in STRAY_KEY_FILES if os.path.lexists(os.path.join(home, name)))
         conf = os.path.join(home, "common.conf")
-        conf_ok = os.path.isfile(conf) and not os.path.islink(conf) and open(conf).read() == COMMON_CONF
+        conf_ok = False
+        if os.path.isfile(conf) and not os.path.islink(conf):
+            with open(conf) as handle:
+                conf_ok = handle.read() == COMMON_CONF
         result = dict(changed=False, fingerprints=wanted, removed=sorted(set(present) - set(wanted)),
                       added=sorted(set(wanted) - set(present)), stray_files=stray)
         if present == wanted and not stray and conf_ok:
