@@ -47,7 +47,10 @@ def _sign_and_verify(signer_home, keyring, tmp_path):
 @pytest.fixture(scope="module")
 def keys(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("keys")
-    return {"A": _key(tmp, "a"), "B": _key(tmp, "b")}
+    made = {"A": _key(tmp, "a"), "B": _key(tmp, "b")}
+    yield made
+    for home, dummy in made.values():  # signing started a gpg-agent per signer home
+        subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], capture_output=True, check=False)
 
 
 def _keyring(tmp_path):
