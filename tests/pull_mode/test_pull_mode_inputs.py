@@ -97,6 +97,7 @@ BAD_INPUTS = [
     ("unit name getty@tty1", {"pull_mode_unit_name": "getty@tty1"}, "input.pull_unit_name"),
     ("unit name systemd-journald", {"pull_mode_unit_name": "systemd-journald"}, "input.pull_unit_name"),
     ("unit name vllm", {"pull_mode_unit_name": "vllm"}, "input.pull_unit_name"),
+    ("script path over a system program", {"pull_mode_script_path": "/usr/bin/env"}, "input.pull_path"),
 ]
 
 
