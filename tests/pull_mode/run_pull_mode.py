@@ -186,6 +186,21 @@ def push_unsigned_playbook(work):
     run(["git", "push", "-q", os.path.join(work, "specdec.git"), "main"], cwd=src)
 
 
+def keyring_fingerprints():
+    """Primary-key fingerprints in the board's pinned keyring."""
+    out = board("gpg", "--batch", "--no-autostart", "--homedir", "/etc/jetson-specdec/gnupg", "--with-colons",
+                "--list-keys").stdout
+    prints, after_pub = [], False
+    for line in out.splitlines():
+        fields = line.split(":")
+        if fields[0] == "pub":
+            after_pub = True
+        elif fields[0] == "fpr" and after_pub:
+            prints.append(fields[9])
+            after_pub = False
+    return sorted(prints)
+
+
 def installed_files():
     """sha256 of what pull_setup writes on the board (script, units, inventory)."""
     paths = ["/usr/local/sbin/jetson-specdec-pull", "/etc/systemd/system/%s.service" % UNIT,
@@ -369,6 +384,7 @@ def hostile_extra_args_main():
        leaves the script, the units and the inventory as they were.
     4. The service (what the timer fires) still refuses the unsigned commit: nothing ran.
     5. A unit of the administrator's (fleet-agent.service) is not replaced: input.pull_unit_name.
+    6. The signer changes from key A to key B: the board's keyring holds B only (gpg --import only adds).
     """
     image = os.environ.get("JETSON_SPECDEC_BOARD_IMAGE") or run(
         ["bash", os.path.join(REPO, "tests", "testbed", "testbed.sh"), "board-image"], timeout=1800).stdout.strip().splitlines()[-1]
@@ -385,6 +401,9 @@ def hostile_extra_args_main():
         inventory = write_inventory(work, key[2])
         first = setup_playbook(inventory)
         assert first["failed"] == 0 and first["changed"] > 0, first
+        again = setup_playbook(inventory)
+        assert again["changed"] == 0 and again["failed"] == 0, "pull_setup is not idempotent: %s" % again
+        assert keyring_fingerprints() == [key[1]], keyring_fingerprints()
         before = installed_files()
 
         step("The hostile arguments are real attacks on this ansible-pull (run by hand, not through the role)")
@@ -433,6 +452,16 @@ def hostile_extra_args_main():
         assert board_text("/etc/systemd/system/fleet-agent.service") == admin_unit
         assert board("test", "-e", "/etc/systemd/system/fleet-agent.timer", check=False).returncode != 0
         print("pull_mode_unit_name=fleet-agent refused; the administrator's unit is unchanged")
+
+        step("The signer changes from key A to key B: the keyring holds B only")
+        key_b = make_signing_key(os.path.join(work, "b"))
+        rotated = os.path.join(work, "rotated.json")
+        with open(rotated, "w") as handle:
+            json.dump({"pull_mode_gpg_public_keys": key_b[2]}, handle)
+        changed = setup_playbook(inventory, "-e", "@" + rotated)
+        assert changed["failed"] == 0 and changed["changed"] > 0, changed
+        assert keyring_fingerprints() == [key_b[1]], keyring_fingerprints()
+        print("keyring after the switch: %s (key A %s gone)" % (key_b[1][:16], key[1][:16]))
         print("\nhostile pull_mode_extra_args: PASS")
     finally:
         if keep:
