@@ -108,7 +108,7 @@ def test_accepted_arguments_change_only_harmless_options(extra):
     assert argv_refusals(BASE + [PLAYBOOK], BASE + extra + [PLAYBOOK]) == []
 
 
-@pytest.mark.parametrize("extra,why", HOSTILE, ids=[why for _, why in HOSTILE])
+@pytest.mark.parametrize("extra,why", HOSTILE, ids=[why for dummy, why in HOSTILE])
 def test_hostile_arguments_are_refused(extra, why):
     assert refused(extra), (extra, why)
 
@@ -145,7 +145,7 @@ def test_the_option_table_matches_ansible_pulls_parser():
 
 
 @pytest.mark.parametrize("extra,why", [(e, w) for e, w in HOSTILE if all(isinstance(x, str) for x in e) and changed_dests(e) and
-                                       changed_dests(e) - inputs.ALLOWED_DESTS], ids=lambda v: str(v))
+                                       changed_dests(e) - inputs.ALLOWED_DESTS], ids=str)
 def test_ansible_pulls_parser_catches_what_changes_the_checkout_on_its_own(extra, why):
     """Defense in depth: the filter's whole-command-line parse refuses these even without the allow-list."""
     found = argv_refusals(BASE + [PLAYBOOK], BASE + extra + [PLAYBOOK])

@@ -41,7 +41,7 @@ def _sign_and_verify(signer_home, keyring, tmp_path):
     subprocess.run(["gpg", "--batch", "--detach-sign", "-o", str(sig), str(data)],
                    env=dict(os.environ, GNUPGHOME=str(signer_home)), check=True, capture_output=True)
     return subprocess.run(["gpg", "--batch", "--no-autostart", "--homedir", str(keyring), "--verify", str(sig), str(data)],
-                          capture_output=True).returncode == 0
+                          capture_output=True, check=False).returncode == 0
 
 
 @pytest.fixture(scope="module")
@@ -49,8 +49,8 @@ def keys(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("keys")
     made = {"A": _key(tmp, "a"), "B": _key(tmp, "b")}
     yield made
-    for home, dummy in made.values():  # signing started a gpg-agent per signer home
-        subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], capture_output=True, check=False)
+    for signer in made.values():  # signing started a gpg-agent per signer home
+        subprocess.run(["gpgconf", "--homedir", str(signer[0]), "--kill", "gpg-agent"], capture_output=True, check=False)
 
 
 def _keyring(tmp_path):
