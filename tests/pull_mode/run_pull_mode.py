@@ -153,6 +153,61 @@ def push_unsigned_commit(work):
     return run(["git", "rev-parse", "HEAD"], cwd=src).stdout.strip()
 
 
+UNSIGNED_PLAYBOOK = """---
+- name: A playbook nobody signed
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Leave a mark
+      ansible.builtin.file:
+        path: /tmp/unsigned-ran
+        state: touch
+        mode: "0644"
+"""
+# Hostile pull_mode_extra_args (issue 34): each spelling bypasses the signature check, the URL rule or the
+# checkout command of a real ansible-pull; the role must refuse every one before it writes anything.
+HOSTILE_EXTRA_ARGS = [
+    ["--force"],
+    ["-vf"],
+    ["--forc"],
+    ['--checkout=main" -m ansible.builtin.command -a "touch /tmp/pwned'],
+    ["--url=file:///srv/git/unsigned.git"],
+    ["-Ccmain"],
+]
+
+
+def push_unsigned_playbook(work):
+    """An unsigned commit on main that adds playbooks/unsigned.yml (it touches /tmp/unsigned-ran)."""
+    src = os.path.join(work, "src")
+    with open(os.path.join(src, "playbooks", "unsigned.yml"), "w") as handle:
+        handle.write(UNSIGNED_PLAYBOOK)
+    run(git_cmd() + ["add", "playbooks/unsigned.yml"], cwd=src)
+    run(git_cmd() + ["commit", "-q", "-m", "unsigned playbook"], cwd=src)
+    run(["git", "push", "-q", os.path.join(work, "specdec.git"), "main"], cwd=src)
+
+
+def keyring_fingerprints():
+    """Primary-key fingerprints in the board's pinned keyring."""
+    out = board("gpg", "--batch", "--no-autostart", "--homedir", "/etc/jetson-specdec/gnupg", "--with-colons",
+                "--list-keys").stdout
+    prints, after_pub = [], False
+    for line in out.splitlines():
+        fields = line.split(":")
+        if fields[0] == "pub":
+            after_pub = True
+        elif fields[0] == "fpr" and after_pub:
+            prints.append(fields[9])
+            after_pub = False
+    return sorted(prints)
+
+
+def installed_files():
+    """sha256 of what pull_setup writes on the board (script, units, inventory)."""
+    paths = ["/usr/local/sbin/jetson-specdec-pull", "/etc/systemd/system/%s.service" % UNIT,
+             "/etc/systemd/system/%s.timer" % UNIT, "/etc/jetson-specdec/pull-inventory/hosts.yml"]
+    return board("sha256sum", *paths).stdout
+
+
 def start_board(image):
     base_prefix = run([os.path.join(VENV, "bin", "python"), "-c", "import sys; print(sys.base_prefix)"]).stdout.strip()
     venv = os.path.realpath(VENV)
@@ -185,11 +240,13 @@ def write_inventory(work, public_key):
     return path
 
 
-def setup_playbook(inventory, *extra):
+def setup_playbook(inventory, *extra, check=True):
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".cache", "collections"),
                ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1")
     result = run([os.path.join(VENV, "bin", "ansible-playbook"), "-i", inventory,
-                  os.path.join(REPO, "playbooks", "pull_setup.yml")] + list(extra), env=env, cwd=REPO)
+                  os.path.join(REPO, "playbooks", "pull_setup.yml")] + list(extra), env=env, cwd=REPO, check=check)
+    if not check:
+        return result
     return recap(result.stdout)["pull-thor-01"]
 
 
@@ -317,5 +374,105 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
 
 
+def hostile_extra_args_main():
+    """Hostile pull_mode_extra_args on a real ansible-pull (issue 34): refused, and no unsigned commit runs.
+
+    1. The branch's head is an unsigned commit that adds playbooks/unsigned.yml; pull_setup installs the timer.
+    2. The hostile arguments are real attacks on this ansible-pull: run by hand with the role's command line,
+       --force runs the unsigned playbook and the quoted --checkout runs a command of its own.
+    3. pull_setup with each hostile spelling in pull_mode_extra_args fails with input.pull_extra_args and
+       leaves the script, the units and the inventory as they were.
+    4. The service (what the timer fires) still refuses the unsigned commit: nothing ran.
+    5. A unit of the administrator's (fleet-agent.service) is not replaced: input.pull_unit_name.
+    6. The signer changes from key A to key B: the board's keyring holds B only (gpg --import only adds).
+    """
+    image = os.environ.get("JETSON_SPECDEC_BOARD_IMAGE") or run(
+        ["bash", os.path.join(REPO, "tests", "testbed", "testbed.sh"), "board-image"], timeout=1800).stdout.strip().splitlines()[-1]
+    work = tempfile.mkdtemp(prefix="specdec-pull-hostile-")
+    keep = os.environ.get("JETSON_SPECDEC_KEEP") == "1"
+    try:
+        step("Source: a signed commit, then an unsigned one on top that adds playbooks/unsigned.yml")
+        key = make_signing_key(work)
+        make_source(work, key)
+        push_unsigned_playbook(work)
+        start_board(image)
+        board("mkdir", "-p", "/srv/git")
+        run(["docker", "cp", os.path.join(work, "specdec.git"), "%s:/srv/git/specdec.git" % NAME])
+        inventory = write_inventory(work, key[2])
+        first = setup_playbook(inventory)
+        assert first["failed"] == 0 and first["changed"] > 0, first
+        again = setup_playbook(inventory)
+        assert again["changed"] == 0 and again["failed"] == 0, "pull_setup is not idempotent: %s" % again
+        assert keyring_fingerprints() == [key[1]], keyring_fingerprints()
+        before = installed_files()
+
+        step("The hostile arguments are real attacks on this ansible-pull (run by hand, not through the role)")
+        by_hand = [os.path.join(VENV, "bin", "ansible-pull"), "--url", "file:///srv/git/specdec.git", "--checkout", "main",
+                   "--directory", "/root/attack/ansible_collections/jetson/specdec", "--inventory",
+                   "/etc/jetson-specdec/pull-inventory", "--limit", "localhost", "--verify-commit"]
+        env = ["-e", "GNUPGHOME=/etc/jetson-specdec/gnupg", "-e", "HOME=/root", "-w", "/tmp"]
+        forced = run(["docker", "exec"] + env + [NAME] + by_hand + ["--force", "playbooks/unsigned.yml"], check=False)
+        assert "Failed to verify GPG signature" in forced.stdout + forced.stderr, forced.stdout[-3000:]
+        assert board("test", "-e", "/tmp/unsigned-ran", check=False).returncode == 0, \
+            "--force did not run the unsigned playbook:\n" + forced.stdout[-3000:]
+        injected = run(["docker", "exec"] + env + [NAME] + by_hand + [HOSTILE_EXTRA_ARGS[3][0], "playbooks/pull.yml"],
+                       check=False)
+        assert board("test", "-e", "/tmp/pwned", check=False).returncode == 0, \
+            "the quoted --checkout ran no command:\n" + injected.stdout[-3000:]
+        board("rm", "-rf", "/tmp/unsigned-ran", "/tmp/pwned", "/root/attack")
+        print("by hand: --force ran the unsigned playbook (rc %d), the quoted --checkout ran touch /tmp/pwned"
+              % forced.returncode)
+
+        step("pull_setup refuses every hostile spelling and leaves the board as it was")
+        for extra in HOSTILE_EXTRA_ARGS:
+            args = os.path.join(work, "extra.json")
+            with open(args, "w") as handle:
+                json.dump({"pull_mode_extra_args": extra}, handle)
+            result = setup_playbook(inventory, "-e", "@" + args, check=False)
+            assert result.returncode != 0, "pull_setup accepted pull_mode_extra_args=%s" % extra
+            assert "input.pull_extra_args" in result.stdout, (extra, result.stdout[-3000:])
+            assert installed_files() == before, "pull_setup changed the board for %s" % extra
+        print("refused: %s" % ", ".join(" ".join(e) for e in HOSTILE_EXTRA_ARGS))
+
+        step("The timer's service still refuses the unsigned commit")
+        took, log = fire(expect_failure=True)
+        assert "Failed to verify GPG signature" in log, log[-4000:]
+        assert "PLAY RECAP" not in log, "a playbook ran on the unsigned commit"
+        for mark in ("/tmp/unsigned-ran", "/tmp/pwned"):
+            assert board("test", "-e", mark, check=False).returncode != 0, "%s exists" % mark
+        pull_metrics = board_text(TEXTFILE_DIR + "/jetson_specdec_pull.prom")
+        assert metric(pull_metrics, "jetson_specdec_pull_last_exit_code") != 0, pull_metrics
+        print("service run refused in %.0f s, nothing ran" % took)
+
+        step("A unit of the administrator's is not replaced")
+        admin_unit = "[Unit]\nDescription=fleet agent of the site\n[Service]\nExecStart=/bin/true\n"
+        board("sh", "-c", "printf '%s' \"$1\" > /etc/systemd/system/fleet-agent.service" % "%s", "sh", admin_unit)
+        result = setup_playbook(inventory, "-e", "pull_mode_unit_name=fleet-agent", check=False)
+        assert result.returncode != 0 and "input.pull_unit_name" in result.stdout, result.stdout[-3000:]
+        assert board_text("/etc/systemd/system/fleet-agent.service") == admin_unit
+        assert board("test", "-e", "/etc/systemd/system/fleet-agent.timer", check=False).returncode != 0
+        print("pull_mode_unit_name=fleet-agent refused; the administrator's unit is unchanged")
+
+        step("The signer changes from key A to key B: the keyring holds B only")
+        key_b = make_signing_key(os.path.join(work, "b"))
+        rotated = os.path.join(work, "rotated.json")
+        with open(rotated, "w") as handle:
+            json.dump({"pull_mode_gpg_public_keys": key_b[2]}, handle)
+        changed = setup_playbook(inventory, "-e", "@" + rotated)
+        assert changed["failed"] == 0 and changed["changed"] > 0, changed
+        assert keyring_fingerprints() == [key_b[1]], keyring_fingerprints()
+        print("keyring after the switch: %s (key A %s gone)" % (key_b[1][:16], key[1][:16]))
+        print("\nhostile pull_mode_extra_args: PASS")
+    finally:
+        if keep:
+            print("kept container %s and %s" % (NAME, work))
+        else:
+            run(["docker", "rm", "-f", NAME], check=False)
+            shutil.rmtree(work, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["hostile"]:
+        hostile_extra_args_main()
+    else:
+        main()

@@ -20,3 +20,8 @@ def _scenario():
 @pytest.mark.slow  # ~5 min: make integration-all runs it (signed and unsigned commits); CI checks pull mode's inputs (test_pull_mode_inputs)
 def test_pull_mode_timer_rollout_and_idempotent_second_fire():
     _scenario().main()
+
+
+# ~2 min, in CI (make integration): a hostile pull_mode_extra_args on a real ansible-pull (issue 34)
+def test_hostile_extra_args_are_refused_and_no_unsigned_commit_runs():
+    _scenario().hostile_extra_args_main()

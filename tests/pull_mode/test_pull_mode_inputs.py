@@ -47,13 +47,71 @@ BAD_INPUTS = [
     ("environment value with a newline", {"pull_mode_environment": {"https_proxy": "http://p" + NL + "ExecStart=/x"}},
      "input.pull_environment"),
     ("environment name with =", {"pull_mode_environment": {"A=B": "x"}}, "input.pull_environment"),
+    # issue 34: extra arguments that bypass the signature check, the URL rule or the checkout (argparse
+    # prefixes and bundles, ansible-pull's re-split command string), each spelling its own case.
+    ("--force runs an unsigned commit", {"pull_mode_extra_args": ["--force"]}, "input.pull_extra_args"),
+    ("-f", {"pull_mode_extra_args": ["-f"]}, "input.pull_extra_args"),
+    ("--forc prefix", {"pull_mode_extra_args": ["--forc"]}, "input.pull_extra_args"),
+    ("-vf bundle", {"pull_mode_extra_args": ["-vf"]}, "input.pull_extra_args"),
+    ("quote injection into the checkout command",
+     {"pull_mode_extra_args": ['--checkout=main" -m ansible.builtin.command -a "touch /tmp/pwned']}, "input.pull_extra_args"),
+    ("--url override", {"pull_mode_extra_args": ["--url=http://git.example.invalid/x.git"]}, "input.pull_extra_args"),
+    ("-U override", {"pull_mode_extra_args": ["-U", "http://git.example.invalid/x.git"]}, "input.pull_extra_args"),
+    ("-Ccmain", {"pull_mode_extra_args": ["-Ccmain"]}, "input.pull_extra_args"),
+    ("--verify prefix", {"pull_mode_extra_args": ["--verify"]}, "input.pull_extra_args"),
+    ("-m module", {"pull_mode_extra_args": ["-m", "ansible.builtin.command"]}, "input.pull_extra_args"),
+    ("-M module path", {"pull_mode_extra_args": ["-M", "/tmp/mods"]}, "input.pull_extra_args"),
+    ("-d directory", {"pull_mode_extra_args": ["-d", "/tmp/evil"]}, "input.pull_extra_args"),
+    ("-i inventory", {"pull_mode_extra_args": ["--inv=/tmp/inv"]}, "input.pull_extra_args"),
+    ("--track-subs", {"pull_mode_extra_args": ["--track-subs"]}, "input.pull_extra_args"),
+    ("extra var of the interpreter", {"pull_mode_extra_args": ["-e", "ansible_python_interpreter=/tmp/x"]},
+     "input.pull_extra_args"),
+    ("extra vars file", {"pull_mode_extra_args": ["-e", "@/tmp/vars.yml"]}, "input.pull_extra_args"),
+    ("extra var with a template", {"pull_mode_extra_args": ["-e", "a={{ lookup('pipe', 'id') }}"]}, "input.pull_extra_args"),
+    ("second playbook", {"pull_mode_extra_args": ["playbooks/evil.yml"]}, "input.pull_extra_args"),
+    # issue 34: environment that points git, Ansible or Python elsewhere
+    ("GIT_CONFIG_COUNT", {"pull_mode_environment": {"GIT_CONFIG_COUNT": "1", "GIT_CONFIG_KEY_0": "gpg.program",
+                                                    "GIT_CONFIG_VALUE_0": "/bin/true"}}, "input.pull_environment"),
+    ("GIT_CONFIG_GLOBAL", {"pull_mode_environment": {"GIT_CONFIG_GLOBAL": "/tmp/gitconfig"}}, "input.pull_environment"),
+    ("GIT_CONFIG_PARAMETERS", {"pull_mode_environment": {"GIT_CONFIG_PARAMETERS": "gpg.program=/bin/true"}},
+     "input.pull_environment"),
+    ("ANSIBLE_CONFIG", {"pull_mode_environment": {"ANSIBLE_CONFIG": "/tmp/ansible.cfg"}}, "input.pull_environment"),
+    ("PYTHONPATH", {"pull_mode_environment": {"PYTHONPATH": "/tmp/py"}}, "input.pull_environment"),
+    ("GIT_SSH_COMMAND with ProxyCommand", {"pull_mode_environment": {"GIT_SSH_COMMAND": "ssh -o ProxyCommand=/tmp/x"}},
+     "input.pull_environment"),
+    # issue 34: credentials in the URL
+    ("https user:token", {"pull_mode_repo_url": "https://user:TOKEN@git.example.invalid/fleet/specdec.git"},
+     "input.pull_url_credentials"),
+    ("https token as user", {"pull_mode_repo_url": "https://TOKEN@git.example.invalid/fleet/specdec.git"},
+     "input.pull_url_credentials"),
+    ("ssh user:password", {"pull_mode_repo_url": "ssh://git:pw@git.example.invalid/fleet/specdec.git"},
+     "input.pull_url_credentials"),
+    # issue 34: system directories the role would chmod (or remove)
+    ("log dir /var/log", {"pull_mode_log_dir": "/var/log"}, "input.pull_dir"),
+    ("config dir /tmp", {"pull_mode_config_dir": "/tmp"}, "input.pull_dir"),
+    ("checkout base /var/lib", {"pull_mode_checkout_base": "/var/lib"}, "input.pull_dir"),
+    ("keyring in /root", {"pull_mode_gnupg_home": "/root"}, "input.pull_dir"),
+    ("log dir through a link", {"pull_mode_log_dir": "@LINK@"}, "input.pull_dir"),
+    # issue 34: unit names of the system
+    ("unit name ssh", {"pull_mode_unit_name": "ssh"}, "input.pull_unit_name"),
+    ("unit name getty@tty1", {"pull_mode_unit_name": "getty@tty1"}, "input.pull_unit_name"),
+    ("unit name systemd-journald", {"pull_mode_unit_name": "systemd-journald"}, "input.pull_unit_name"),
+    ("unit name vllm", {"pull_mode_unit_name": "vllm"}, "input.pull_unit_name"),
+    ("script path over a system program", {"pull_mode_script_path": "/usr/bin/env"}, "input.pull_path"),
 ]
 
 
 def test_bad_pull_mode_settings_are_refused_before_anything_is_written(tmp_path):
+    tmp_path = tmp_path.resolve()  # realpath: the role refuses paths through a link
     root = tmp_path / "board"
     root.mkdir()
-    bad = [{"why": why, "vars": bad_vars, "expect": expect} for why, bad_vars, expect in BAD_INPUTS]
+    # A folder named like the collection's own that is a link to a system directory.
+    (tmp_path / "links").mkdir()
+    (tmp_path / "links" / "jetson-specdec").symlink_to("/var/log")
+    link = str(tmp_path / "links" / "jetson-specdec")
+    var_log_mode = os.stat("/var/log").st_mode
+    bad = [{"why": why, "vars": {k: (link if v == "@LINK@" else v) for k, v in bad_vars.items()}, "expect": expect}
+           for why, bad_vars, expect in BAD_INPUTS]
     extra = tmp_path / "vars.json"
     extra.write_text(json.dumps({"pull_mode_bad_inputs": bad, "pull_mode_test_root": str(root)}))
     env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".cache", "collections"),
@@ -67,3 +125,4 @@ def test_bad_pull_mode_settings_are_refused_before_anything_is_written(tmp_path)
     assert refused == len(BAD_INPUTS), result.stdout[-6000:]
     assert "TASK [Good settings pass the same check" in result.stdout
     assert list(root.iterdir()) == [], "pull mode wrote files: %s" % list(root.iterdir())
+    assert os.stat("/var/log").st_mode == var_log_mode

@@ -1,0 +1,190 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+from __future__ import (absolute_import, division, print_function)
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: pull_keyring
+short_description: Make the pull-mode keyring hold exactly the configured public keys
+version_added: 0.1.0
+description:
+  - The keyring C(git verify-commit) checks pull-mode commits against (C(GNUPGHOME) of the pull service) must hold
+    the keys of O(keys) and nothing else. C(gpg --import) only adds keys, so after the signers change from key A to
+    key B a commit signed by A would still verify.
+  - When the keys in O(path) are not exactly those of O(keys) (a key was removed or replaced, a key was added by
+    hand, a legacy C(pubring.gpg) or a keyboxd database is there), the module imports O(keys) into a new folder
+    inside O(path), checks that it holds exactly their fingerprints, and swaps the keybox C(pubring.kbx) in with one
+    rename; a C(git verify-commit) running at that moment sees the old or the new keys, never none.
+  - O(path) must be a directory (not a symbolic link) owned by root with no access for others.
+  - M(jetson.specdec.pull_mode) runs it after writing C(signers.asc).
+author: jetson.specdec contributors (@jetson-specdec)
+extends_documentation_fragment:
+  - jetson.specdec.attributes
+attributes:
+  check_mode:
+    support: full
+    details: Says whether it would rebuild the keyring (changed) and changes nothing.
+options:
+  path:
+    description: The GnuPG home of the pull service (C(pull_mode_gnupg_home)).
+    type: path
+    required: true
+  keys:
+    description: The ASCII-armored public keys that may sign commits (C(pull_mode_gpg_public_keys)).
+    type: str
+    required: true
+  gpg_bin:
+    description: The gpg program.
+    type: str
+    default: gpg
+"""
+
+EXAMPLES = r"""
+- name: Make the pinned keyring exactly the release signers' keys
+  jetson.specdec.pull_keyring:
+    path: /etc/jetson-specdec/gnupg
+    keys: "{{ pull_mode_gpg_public_keys }}"
+  register: pull_keyring
+
+- name: Say which keys were dropped
+  ansible.builtin.debug:
+    msg: "removed from the keyring: {{ pull_keyring.removed }}"
+  when: pull_keyring.removed | length > 0
+"""
+
+RETURN = r"""
+fingerprints:
+  description: The fingerprints (primary keys and subkeys) the keyring holds now (in check mode - would hold).
+  returned: success
+  type: list
+  elements: str
+  sample: [3AA5C34371567BD2F1A2B3C4D5E6F708192A3B4C]
+removed:
+  description: Fingerprints that were in the keyring and are not configured (dropped by the rebuild).
+  returned: success
+  type: list
+  elements: str
+  sample: []
+added:
+  description: Configured fingerprints that were not in the keyring.
+  returned: success
+  type: list
+  elements: str
+  sample: [3AA5C34371567BD2F1A2B3C4D5E6F708192A3B4C]
+stray_files:
+  description: Other key files that were in the keyring folder (removed by the rebuild).
+  returned: success
+  type: list
+  elements: str
+  sample: []
+"""
+
+import os
+import shutil
+import stat
+import tempfile
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.jetson.specdec.plugins.module_utils.pull.keyring import (
+    COMMON_CONF, KEYBOX, STRAY_KEY_FILES, fingerprints,
+)
+
+
+def _gpg(module, home, *args, **kwargs):
+    argv = [module.params["gpg_bin"], "--batch", "--quiet", "--no-autostart", "--no-permission-warning",
+            "--homedir", home] + list(args)
+    return module.run_command(argv, **kwargs)
+
+
+def _listed(module, home):
+    rc, out, err = _gpg(module, home, "--with-colons", "--fixed-list-mode", "--list-keys")
+    if rc != 0 and os.path.exists(os.path.join(home, KEYBOX)):
+        module.fail_json(msg="gpg could not list the keys of %s (rc %d): %s" % (home, rc, err.strip()))
+    return fingerprints(out) if rc == 0 else []
+
+
+def _write(path, text, mode=0o600):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type="path", required=True),
+            keys=dict(type="str", required=True, no_log=False),
+            gpg_bin=dict(type="str", default="gpg"),
+        ),
+        supports_check_mode=True,
+    )
+    home = module.params["path"]
+    try:
+        info = os.lstat(home)
+    except OSError as exc:
+        module.fail_json(msg="the keyring folder %s is not there: %s" % (home, exc))
+    if not stat.S_ISDIR(info.st_mode):
+        module.fail_json(msg="the keyring folder %s is not a directory (a symbolic link or a file); refusing to "
+                             "build the keyring through it" % home)
+    if info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        module.fail_json(msg="the keyring folder %s must be owned by the user running the role with mode 0700 "
+                             "(owner %d, mode %04o)" % (home, info.st_uid, stat.S_IMODE(info.st_mode)))
+
+    build = tempfile.mkdtemp(prefix=".rebuild-", dir=home)
+    try:
+        _write(os.path.join(build, "common.conf"), COMMON_CONF)
+        _write(os.path.join(build, "signers.asc"), module.params["keys"])
+        rc, out, err = _gpg(module, build, "--with-colons", "--import-options", "show-only", "--import",
+                            os.path.join(build, "signers.asc"))
+        wanted = fingerprints(out)
+        if rc != 0 or not wanted:
+            module.fail_json(msg="pull_mode_gpg_public_keys holds no public key gpg can read (rc %d): %s"
+                                 % (rc, err.strip()))
+        present = _listed(module, home)
+        stray = sorted(name for name in STRAY_KEY_FILES if os.path.lexists(os.path.join(home, name)))
+        conf = os.path.join(home, "common.conf")
+        conf_ok = False
+        if os.path.isfile(conf) and not os.path.islink(conf):
+            with open(conf) as handle:
+                conf_ok = handle.read() == COMMON_CONF
+        result = dict(changed=False, fingerprints=wanted, removed=sorted(set(present) - set(wanted)),
+                      added=sorted(set(wanted) - set(present)), stray_files=stray)
+        if present == wanted and not stray and conf_ok:
+            module.exit_json(**result)
+        result["changed"] = True
+        if module.check_mode:
+            module.exit_json(**result)
+        rc, out, err = _gpg(module, build, "--import", os.path.join(build, "signers.asc"))
+        if rc != 0:
+            module.fail_json(msg="gpg could not import pull_mode_gpg_public_keys (rc %d): %s" % (rc, err.strip()))
+        built = _listed(module, build)
+        if built != wanted:
+            module.fail_json(msg="the rebuilt keyring holds %s, not the configured %s" % (built, wanted))
+        with open(os.path.join(build, KEYBOX), "rb") as handle:
+            os.fsync(handle.fileno())
+        # One rename: a verify-commit running now reads the old or the new keybox, never a half-written one.
+        os.replace(os.path.join(build, KEYBOX), os.path.join(home, KEYBOX))
+        os.replace(os.path.join(build, "common.conf"), conf)
+        for name in stray:
+            target = os.path.join(home, name)
+            if os.path.isdir(target) and not os.path.islink(target):
+                shutil.rmtree(target)
+            else:
+                os.unlink(target)
+        dir_fd = os.open(home, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+        module.exit_json(**result)
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,124 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""jetson.specdec.pull_keyring with the real gpg: the keyring holds exactly the configured keys (issue 34).
+
+After the signers change from key A to key B, a commit signed by A must no longer verify: gpg --import only
+adds, so the module rebuilds the keyring and swaps it in.
+"""
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from ansible_collections.jetson.specdec.plugins.modules import pull_keyring
+from ansible_collections.jetson.specdec.plugins.module_utils.pull.keyring import fingerprints
+
+from .utils import run_module
+
+pytestmark = pytest.mark.skipif(shutil.which("gpg") is None, reason="needs gpg")
+
+
+def _key(tmp_path, name):
+    home = tmp_path / ("signer-" + name)
+    home.mkdir(mode=0o700)
+    env = dict(os.environ, GNUPGHOME=str(home))
+    subprocess.run(["gpg", "--batch", "--passphrase", "", "--quick-gen-key", "%s <%s@localhost>" % (name, name),
+                    "ed25519", "sign", "1d"], env=env, check=True, capture_output=True)
+    public = subprocess.run(["gpg", "--batch", "--armor", "--export"], env=env, check=True, capture_output=True,
+                            text=True).stdout
+    return home, public
+
+
+def _sign_and_verify(signer_home, keyring, tmp_path):
+    """True when a detached signature by ``signer_home`` verifies against ``keyring`` (what git verify-commit does)."""
+    data = tmp_path / "data.txt"
+    data.write_text("commit\n")
+    sig = tmp_path / "data.sig"
+    if sig.exists():
+        sig.unlink()
+    subprocess.run(["gpg", "--batch", "--detach-sign", "-o", str(sig), str(data)],
+                   env=dict(os.environ, GNUPGHOME=str(signer_home)), check=True, capture_output=True)
+    return subprocess.run(["gpg", "--batch", "--no-autostart", "--homedir", str(keyring), "--verify", str(sig), str(data)],
+                          capture_output=True, check=False).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def keys(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("keys")
+    made = {"A": _key(tmp, "a"), "B": _key(tmp, "b")}
+    yield made
+    for signer in made.values():  # signing started a gpg-agent per signer home
+        subprocess.run(["gpgconf", "--homedir", str(signer[0]), "--kill", "gpg-agent"], capture_output=True, check=False)
+
+
+def _keyring(tmp_path):
+    home = tmp_path / "gnupg"
+    home.mkdir(mode=0o700)
+    return home
+
+
+def test_switching_from_key_a_to_key_b_drops_a(keys, tmp_path):
+    home = _keyring(tmp_path)
+    failed, result = run_module(pull_keyring.main, {"path": str(home), "keys": keys["A"][1]})
+    assert not failed and result["changed"], result
+    assert _sign_and_verify(keys["A"][0], home, tmp_path)
+    failed, result = run_module(pull_keyring.main, {"path": str(home), "keys": keys["B"][1]})
+    assert not failed and result["changed"] and result["removed"], result
+    assert not _sign_and_verify(keys["A"][0], home, tmp_path), "a commit signed by the dropped key A still verifies"
+    assert _sign_and_verify(keys["B"][0], home, tmp_path)
+    failed, again = run_module(pull_keyring.main, {"path": str(home), "keys": keys["B"][1]})
+    assert not failed and not again["changed"], again
+    assert [p for p in os.listdir(home) if p.startswith(".rebuild-")] == []
+
+
+def test_a_key_added_by_hand_or_a_legacy_keyring_is_removed(keys, tmp_path):
+    home = _keyring(tmp_path)
+    run_module(pull_keyring.main, {"path": str(home), "keys": keys["B"][1]})
+    subprocess.run(["gpg", "--batch", "--no-autostart", "--homedir", str(home), "--import"], input=keys["A"][1],
+                   text=True, check=True, capture_output=True)
+    assert _sign_and_verify(keys["A"][0], home, tmp_path)
+    (home / "pubring.gpg").write_bytes(b"legacy")
+    failed, result = run_module(pull_keyring.main, {"path": str(home), "keys": keys["B"][1]})
+    assert not failed and result["changed"] and "pubring.gpg" in result["stray_files"], result
+    assert not (home / "pubring.gpg").exists()
+    assert not _sign_and_verify(keys["A"][0], home, tmp_path)
+
+
+def test_both_keys_when_both_are_configured_and_check_mode_changes_nothing(keys, tmp_path):
+    home = _keyring(tmp_path)
+    run_module(pull_keyring.main, {"path": str(home), "keys": keys["A"][1]})
+    before = (home / "pubring.kbx").read_bytes()
+    failed, result = run_module(pull_keyring.main, {"path": str(home), "keys": keys["A"][1] + keys["B"][1],
+                                                    "_ansible_check_mode": True})
+    assert not failed and result["changed"] and result["added"], result
+    assert (home / "pubring.kbx").read_bytes() == before
+    run_module(pull_keyring.main, {"path": str(home), "keys": keys["A"][1] + keys["B"][1]})
+    assert _sign_and_verify(keys["A"][0], home, tmp_path) and _sign_and_verify(keys["B"][0], home, tmp_path)
+
+
+@pytest.mark.parametrize("bad", ["", "not a key", "-----BEGIN PGP PUBLIC KEY BLOCK-----\nx\n-----END PGP PUBLIC KEY BLOCK-----\n"])
+def test_text_without_a_key_fails_and_keeps_the_keyring(keys, tmp_path, bad):
+    home = _keyring(tmp_path)
+    run_module(pull_keyring.main, {"path": str(home), "keys": keys["A"][1]})
+    before = (home / "pubring.kbx").read_bytes()
+    failed, result = run_module(pull_keyring.main, {"path": str(home), "keys": bad})
+    assert failed and "no public key" in result["msg"], result
+    assert (home / "pubring.kbx").read_bytes() == before
+
+
+def test_a_link_or_an_open_folder_is_refused(keys, tmp_path):
+    target = _keyring(tmp_path)
+    link = tmp_path / "link"
+    link.symlink_to(target)
+    failed, result = run_module(pull_keyring.main, {"path": str(link), "keys": keys["A"][1]})
+    assert failed and "symbolic link" in result["msg"]
+    target.chmod(0o755)
+    failed, result = run_module(pull_keyring.main, {"path": str(target), "keys": keys["A"][1]})
+    assert failed and "0700" in result["msg"]
+
+
+def test_fingerprints_reads_colon_output():
+    out = "pub:u:255:22:AAAA:1:::u:::scESC:\nfpr:::::::::ABCDEF:\nsub:u:255:18:BBBB:1::::::e:\nfpr:::::::::abc123:\n"
+    assert fingerprints(out) == ["ABC123", "ABCDEF"]
