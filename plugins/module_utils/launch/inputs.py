@@ -24,6 +24,16 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.serve_options import (
+    AMBIGUOUS,
+    EXACT,
+    LEGACY_SHORT,
+    PREFIX,
+    normalise_long,
+    resolve_long,
+    resolve_short,
+)
+
 SERVICE_NAME_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 # useradd's portable name rule (NAME_REGEX of adduser.conf, without '$').
 ACCOUNT_RE = re.compile(r"\A[a-z_][a-z0-9_-]{0,31}\Z")
@@ -75,6 +85,10 @@ OWNED_FLAGS = {
     "enforce-eager": "vllm_server_enforce_eager",
     "trust-remote-code": "vllm_server_trust_remote_code",
     "speculative-config": "vllm_server_speculation and vllm_server_speculative_*",
+    # vLLM 0.32's shorthands for parts of --speculative-config.
+    "spec-method": "vllm_server_speculation and vllm_server_speculative_method",
+    "spec-model": "vllm_server_speculation and vllm_server_speculative_model",
+    "spec-tokens": "vllm_server_num_speculative_tokens",
     "download-dir": "vllm_server_hf_home",
 }
 # Flags that carry secrets or load a file of further flags (which would bypass every check).
@@ -86,8 +100,8 @@ SECRET_FLAGS = {
     "middleware": "nothing: it imports arbitrary Python into the server",
     "allowed-local-media-path": "nothing: it lets API clients read local files",
 }
-SHORT_FLAGS = {"-sc": "speculative-config", "-q": "quantization", "-tp": "tensor-parallel-size",
-               "-pp": "pipeline-parallel-size", "-O": "compilation-config", "-h": "help"}
+# Short flags: launch/serve_options.py (vLLM's table per version, argparse's prefix rule).
+SHORT_FLAGS = LEGACY_SHORT
 # Tuning flags of `vllm serve` an operator may add (long names, no leading dashes).
 # Boolean flags also accept vLLM's --no-<flag> form.
 ALLOWED_FLAGS = frozenset((
@@ -103,9 +117,12 @@ ALLOWED_FLAGS = frozenset((
     "max-parallel-loading-workers", "disable-custom-all-reduce", "preemption-mode", "num-scheduler-steps",
     "long-prefill-token-threshold", "max-num-partial-prefills", "compilation-config",
     "enable-sleep-mode", "skip-tokenizer-init", "override-generation-config", "sse-keep-alive-interval",
+    "optimization-level",
 ))
 NEVER_ALLOWED = frozenset(OWNED_FLAGS) | frozenset(SECRET_FLAGS) | frozenset(("help",))
 
+# vLLM's option names are lower case (argparse compares them as written).
+_ALLOW_ENTRY_RE = re.compile(r"\A(--)?[a-z0-9][a-z0-9_-]{0,127}\Z")
 _EXTRA_ARG_RE = re.compile(r"\A[A-Za-z0-9_@+=:,./-]{1,256}\Z")
 _NUMBER_RE = re.compile(r"\A-[0-9.]+\Z")
 
@@ -231,34 +248,85 @@ def check_host(host, api_key, allow_open_bind=False):
 def _flag_name(arg):
     """Normalise a flag as vLLM's parser reads it: '--a_b.c=1' -> 'a-b'; '-tp' stays short."""
     if arg.startswith("--"):
-        name = arg[2:].split("=", 1)[0]
-        # --json-flag.key=value and --json-flag.key+ set one key of a JSON flag.
-        name = re.split(r"[.+]", name, 1)[0]
-        return name.replace("_", "-")
+        return normalise_long(arg)
     return None
 
 
-def _refused_flag(name, allowed):
-    """Why a normalised long flag name is refused, or None."""
+def _never_reason(name):
+    """Why the long option ``name`` (or its --no- form) may never be set by an extra argument, or None."""
     base = name[3:] if name.startswith("no-") else name
     for forbidden in (name, base):
         if forbidden in OWNED_FLAGS:
-            return "sets --%s, which the role manages. Fix: use %s." % (forbidden, OWNED_FLAGS[forbidden])
+            return "--%s, which the role manages. Fix: use %s." % (forbidden, OWNED_FLAGS[forbidden])
         if forbidden in SECRET_FLAGS:
-            return "sets --%s. Fix: use %s." % (forbidden, SECRET_FLAGS[forbidden])
-    if base in allowed:
+            return "--%s. Fix: use %s." % (forbidden, SECRET_FLAGS[forbidden])
+    return None
+
+
+def _abbreviates_never(name):
+    """Owned or secret flags (and their --no- forms) that ``name`` is a proper prefix of, in any vLLM release."""
+    return sorted(flag for never in NEVER_ALLOWED for flag in (never, "no-" + never)
+                  if flag != name and flag.startswith(name))
+
+
+def _refused_flag(name, allowed, status=None, resolved=None):
+    """Why an extra argument whose normalised long name is ``name`` is refused, or None.
+
+    ``status``/``resolved`` are what vLLM's parser reads it as (serve_options.resolve_long): the spelling is
+    compared as that option, so an abbreviation of an owned flag is refused whatever the allow-list says.
+    """
+    if status is None:
+        status, resolved = resolve_long(name)
+    why = _never_reason(name)
+    if why:
+        return "sets " + why
+    for option in resolved or ():
+        why = _never_reason(option)
+        if why:
+            return "is read by vLLM's parser as " + why
+    prefix_of = _abbreviates_never(name)
+    if prefix_of or status in (PREFIX, AMBIGUOUS):
+        return ("is an abbreviation of --%s; vLLM would expand it%s. Fix: write a full flag name from the allow-list "
+                "(docs/security.md)." % (", --".join(prefix_of or resolved),
+                                         " or refuse it as ambiguous" if status == AMBIGUOUS else ""))
+    base = name[3:] if name.startswith("no-") else name
+    if name in allowed or base in allowed:
         return None
-    # argparse accepts any unambiguous prefix ('--api' is --api-key, '--gpu' is --gpu-memory-utilization).
-    prefix_of = sorted(flag for flag in NEVER_ALLOWED | allowed if flag.startswith(base))
-    if prefix_of:
-        return ("is an abbreviation of --%s; vLLM would expand it. Fix: write a full flag name from the allow-list "
-                "(docs/security.md)." % ", --".join(prefix_of))
     return ("is not in the allow-list of vllm serve tuning flags. Fix: use a listed flag, or add it to "
             "vllm_server_extra_flags_allowed after checking what it does (docs/security.md).")
 
 
+def _refused_allow_entry(flag):
+    """Why a vllm_server_extra_flags_allowed entry is refused (it must name one full, harmless option), or None."""
+    if not isinstance(flag, str) or not _ALLOW_ENTRY_RE.match(flag):
+        return ("entry %r is not a flag name. Fix: a long vllm serve option such as lora-modules (lower-case "
+                "letters, digits, - and _; no value, no '.')." % (flag,))
+    name = normalise_long(flag if flag.startswith("--") else "--" + flag)
+    why = _never_reason(name)
+    if why:
+        return "must not allow %s" % why.split(". Fix:")[0] + ": the role manages it or it carries a secret."
+    status, resolved = resolve_long(name)
+    for option in resolved:
+        why = _never_reason(option)
+        if why:
+            return ("must not allow --%s: vLLM's parser reads it as %s"
+                    % (name, why.split(". Fix:")[0]) + ", which the role manages or which carries a secret.")
+    prefix_of = _abbreviates_never(name)
+    if prefix_of:
+        return ("must not allow --%s: it is an abbreviation of --%s in some vLLM release. Fix: allow the full "
+                "name of the option you need." % (name, ", --".join(prefix_of)))
+    if status in (PREFIX, AMBIGUOUS):
+        return ("must not allow --%s: it is not a vllm serve option but an abbreviation of --%s. Fix: allow the "
+                "full name." % (name, ", --".join(resolved)))
+    return None
+
+
 def check_extra_args(extra_args, extra_flags_allowed=()):
-    """Refusals for vllm_server_extra_args (one token per item, allow-listed flags, no owned or secret flag)."""
+    """Refusals for vllm_server_extra_args (one token per item, allow-listed flags, no owned or secret flag).
+
+    Every spelling is resolved to the option vLLM's parser would pick (launch/serve_options.py) before it is
+    compared, and only full option names pass: an abbreviation may expand differently in another release.
+    """
     if extra_args is None:
         return []
     if not isinstance(extra_args, (list, tuple)):
@@ -266,13 +334,16 @@ def check_extra_args(extra_args, extra_flags_allowed=()):
                          % type(extra_args).__name__)]
     out = []
     allowed = set(ALLOWED_FLAGS)
+    if extra_flags_allowed is not None and not isinstance(extra_flags_allowed, (list, tuple)):
+        out.append(_refusal("extra_flags_allowed", "vllm_server_extra_flags_allowed must be a list of flag names, "
+                            "not %s." % type(extra_flags_allowed).__name__))
+        extra_flags_allowed = ()
     for flag in extra_flags_allowed or ():
-        name = _flag_name(flag if isinstance(flag, str) and flag.startswith("--") else "--%s" % flag)
-        if name in NEVER_ALLOWED or (name or "").startswith("no-") and name[3:] in NEVER_ALLOWED:
-            out.append(_refusal("extra_flags_allowed", "vllm_server_extra_flags_allowed must not allow --%s: the "
-                                "role manages it or it carries a secret." % name))
-        elif name:
-            allowed.add(name)
+        why = _refused_allow_entry(flag)
+        if why:
+            out.append(_refusal("extra_flags_allowed", "vllm_server_extra_flags_allowed " + why))
+        else:
+            allowed.add(normalise_long(flag if flag.startswith("--") else "--" + flag))
     for arg in extra_args:
         if not isinstance(arg, str) or not _EXTRA_ARG_RE.match(arg):
             out.append(_refusal("extra_args", "vllm_server_extra_args item %r is refused: one argument per item, "
@@ -280,17 +351,20 @@ def check_extra_args(extra_args, extra_flags_allowed=()):
             continue
         if not arg.startswith("-") or _NUMBER_RE.match(arg):
             continue  # a value of the flag before it
-        if arg.startswith("--"):
+        if arg == "--" or arg.startswith("--=") or arg.startswith("---"):
+            why = "ends vLLM's options or is no option name. Fix: one --flag per item, then its value."
+        elif arg.startswith("--"):
             why = _refused_flag(_flag_name(arg), allowed)
         else:
-            short = arg.split("=", 1)[0]
-            long_name = SHORT_FLAGS.get(short)
-            if long_name is None:
-                # -q8 / -Oxyz: argparse reads a short flag with its value attached.
-                long_name = next((SHORT_FLAGS[s] for s in sorted(SHORT_FLAGS, key=len, reverse=True)
-                                  if short.startswith(s)), None)
-            why = (_refused_flag(long_name, allowed) if long_name else
-                   "is not a known short flag. Fix: use the long flag name.")
+            status, resolved = resolve_short(arg)
+            why = None
+            for long_name in resolved:
+                why = why or _refused_flag(long_name, allowed, EXACT, [long_name])
+            if not resolved:
+                why = "is not a known short flag. Fix: use the long flag name."
+            elif not why and status != EXACT:
+                why = ("is an abbreviation of the short flag of --%s; argparse would expand it. Fix: use the long "
+                       "flag name." % ", --".join(resolved))
         if why:
             out.append(_refusal("extra_args", "vllm_server_extra_args item %r %s" % (arg, why)))
     return out
