@@ -24,6 +24,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.jetson.specdec.plugins.module_utils.common.booleans import strict_bool
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.serve_options import (
     AMBIGUOUS,
     EXACT,
@@ -232,6 +233,17 @@ def check_environment(environment):
     return out
 
 
+def check_booleans(booleans):
+    """Every boolean input (variable name -> value) is a boolean word: "maybe" is refused, never read as on."""
+    out = []
+    for var, value in sorted((booleans or {}).items()):
+        try:
+            strict_bool(var, value)
+        except ValueError as exc:
+            out.append(_refusal("boolean", str(exc)))
+    return out
+
+
 def check_host(host, api_key, allow_open_bind=False):
     """Listen address: a plain address, not an option, and never open without an API key."""
     if not isinstance(host, str) or not HOST_RE.match(host) or host.startswith(("-", ".", ":-")):
@@ -426,7 +438,12 @@ def input_refusals(opts):
     out += check_secret("vllm_server_api_key", opts.get("api_key"))
     out += check_secret("vllm_server_hf_token", opts.get("hf_token"))
     out += check_environment(opts.get("environment", {}))
-    out += check_host(opts.get("host"), opts.get("api_key"), opts.get("allow_open_bind", False))
+    out += check_booleans(dict(opts.get("booleans") or {}, vllm_server_allow_open_bind=opts.get("allow_open_bind")))
+    try:
+        allow_open_bind = strict_bool("vllm_server_allow_open_bind", opts.get("allow_open_bind"))
+    except ValueError:
+        allow_open_bind = False  # refused above as input.boolean
+    out += check_host(opts.get("host"), opts.get("api_key"), allow_open_bind)
     out += check_extra_args(opts.get("extra_args"), opts.get("extra_flags_allowed"))
     if runtime == "container":
         out += check_executable("vllm_server_docker_bin", opts.get("docker_bin"))
