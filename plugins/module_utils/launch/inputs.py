@@ -22,7 +22,9 @@ the values become:
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import ipaddress
 import re
+import socket
 
 from ansible_collections.jetson.specdec.plugins.module_utils.common.booleans import strict_bool
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.serve_options import (
@@ -66,7 +68,9 @@ ENV_NAMES_REFUSED = frozenset((
     "BASH_ENV", "ENV", "VLLM_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HOME", "HOME",
 ))
 
-WILDCARD_HOSTS = frozenset(("0.0.0.0", "::", "0", "0:0:0:0:0:0:0:0", "::0", "0.0.0.0.", "[::]"))
+# Names every board resolves to loopback (a bind on them is not open); other names count as open, see bind_scope.
+LOOPBACK_NAMES = frozenset(("localhost", "localhost.localdomain", "localhost6", "localhost6.localdomain6",
+                            "ip6-localhost", "ip6-loopback"))
 
 # --- vllm serve flags -----------------------------------------------------------------------
 # Flags the role sets from its own variables (long names, vLLM's spelling).
@@ -244,16 +248,45 @@ def check_booleans(booleans):
     return out
 
 
+def bind_scope(host):
+    """What ``vllm serve --host HOST`` listens on: 'all' (every interface), 'loopback', 'one' (one address) or
+    'name' (a host name the board resolves when vLLM starts).
+
+    Compared as addresses, not spellings: vLLM binds an IPv6 literal as IPv6 and anything else through
+    getaddrinfo for IPv4, which reads inet_aton's forms (``0``, ``00``, ``0x0``, ``0.0``, ``000.000.000.000``
+    are 0.0.0.0); ``0::``, ``::0.0.0.0``, ``0:0:0:0:0:0:0:0`` are ``::``; ``::ffff:0.0.0.0`` is IPv4's any.
+    """
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if address is None:
+        try:
+            address = ipaddress.IPv4Address(socket.inet_aton(host))
+        except (OSError, ValueError, TypeError):
+            name = host.lower().rstrip(".")
+            return "loopback" if name in LOOPBACK_NAMES else "name"
+    if address.version == 6 and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address.is_unspecified:
+        return "all"
+    return "loopback" if address.is_loopback else "one"
+
+
 def check_host(host, api_key, allow_open_bind=False):
     """Listen address: a plain address, not an option, and never open without an API key."""
     if not isinstance(host, str) or not HOST_RE.match(host) or host.startswith(("-", ".", ":-")):
         return [_refusal("host", "vllm_server_host %r is not an IP address or host name (a leading '-' would be "
                          "read as a vLLM option). Fix: 127.0.0.1, ::1 or the board's address." % (host,))]
-    if host in WILDCARD_HOSTS and not api_key and not allow_open_bind:
-        return [_refusal("open_bind", "vllm_server_host %s listens on every interface and vllm_server_api_key is "
-                         "empty: anyone on the network could use the server. Fix: set vllm_server_api_key (from "
-                         "a vault), bind 127.0.0.1, or set vllm_server_allow_open_bind: true when a firewall or "
-                         "an authenticating proxy guards the port." % host)]
+    scope = bind_scope(host)
+    if scope in ("all", "name") and not api_key and not allow_open_bind:
+        what = ("listens on every interface" if scope == "all" else
+                "is a host name that the board resolves when vLLM starts (an /etc/hosts entry can make it every "
+                "interface, and this check cannot see it)")
+        return [_refusal("open_bind", "vllm_server_host %s %s and vllm_server_api_key is empty: anyone on the "
+                         "network could use the server. Fix: set vllm_server_api_key (from a vault), bind 127.0.0.1 "
+                         "or the board's IP address, or set vllm_server_allow_open_bind: true when a firewall or "
+                         "an authenticating proxy guards the port." % (host, what))]
     return []
 
 
