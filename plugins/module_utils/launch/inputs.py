@@ -62,11 +62,24 @@ SYSTEM_TREES = ("/bin/", "/boot/", "/dev/", "/etc/", "/lib/", "/lib32/", "/lib64
 # ProtectHome=yes makes these invisible to the service.
 HOME_TREES = ("/home/", "/root/", "/run/user/")
 
+# Groups that grant root or read every secret: kmem reads /dev/mem, staff writes /usr/local (first on root's
+# PATH on Debian), tty/crontab/sys and the container groups reach root by other doors.
+ADMIN_GROUPS = frozenset((
+    "root", "sudo", "adm", "wheel", "docker", "disk", "shadow", "lxd", "systemd-journal", "kmem", "staff", "sys",
+    "tty", "crontab", "libvirt", "incus-admin", "incus", "podman", "admin", "operator", "src",
+))
+
 # Environment names that would change what the server runs or where its secrets go.
 ENV_NAMES_REFUSED = frozenset((
     "LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH_RPATH", "PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONHOME",
     "BASH_ENV", "ENV", "VLLM_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HOME", "HOME",
+    # Python imports from these (PYTHONWARNINGS can name a module; PYTHONBREAKPOINT a callable).
+    "PYTHONPATH", "PYTHONUSERBASE", "PYTHONWARNINGS", "PYTHONBREAKPOINT", "PYTHONEXECUTABLE", "PYTHONPLATLIBDIR",
+    # The Hub client reads the token from another file, or keeps the models outside vllm_server_hf_home.
+    "HF_TOKEN_PATH", "HUGGINGFACE_HUB_CACHE", "HF_HUB_CACHE",
 ))
+# The Hub client sends HF_TOKEN to this host: a mirror (documented) only without vllm_server_hf_token.
+ENV_NAMES_NOT_WITH_TOKEN = frozenset(("HF_ENDPOINT", "HF_HUB_ENDPOINT"))
 
 # Names every board resolves to loopback (a bind on them is not open); other names count as open, see bind_scope.
 LOOPBACK_NAMES = frozenset(("localhost", "localhost.localdomain", "localhost6", "localhost6.localdomain6",
@@ -167,7 +180,7 @@ def check_account(user, group, supplementary_groups):
         if not isinstance(name, str) or not ACCOUNT_RE.match(name):
             out.append(_refusal("supplementary_groups", "vllm_server_supplementary_groups item %r is not a group "
                                 "name. Fix: lower-case letters, digits, _ and - (for example video)." % (name,)))
-        elif name in ("root", "sudo", "adm", "wheel", "docker", "disk", "shadow", "lxd", "systemd-journal"):
+        elif name in ADMIN_GROUPS:
             out.append(_refusal("supplementary_groups", "vllm_server_supplementary_groups item %r grants "
                                 "administrator-level access. Fix: only device groups such as video, render."
                                 % (name,)))
@@ -206,6 +219,12 @@ def check_secret(var, value):
     """API key and HF token: same meaning in EnvironmentFile, docker --env-file and sh."""
     if value in (None, ""):
         return []
+    if isinstance(value, str) and SECRET_VALUE_RE.match(value) and (value.startswith("~") or ":~" in value):
+        # sh (the container sources the file) expands a tilde at the start of an assignment's value and after
+        # each ':' (~ becomes $HOME, ~user that user's home); systemd reads it literally. Never echo the value.
+        return [_refusal("secret_value", "%s has a '~' at its start or after a ':', which the container's sh "
+                         "replaces with a home directory when it reads the secrets file (systemd keeps it). Fix: a "
+                         "value without '~' there (a '~' elsewhere is fine)." % var)]
     if not isinstance(value, str) or not SECRET_VALUE_RE.match(value):
         # Never echo the value: it is a secret.
         return [_refusal("secret_value", "%s contains a character that systemd's EnvironmentFile, docker "
@@ -215,7 +234,7 @@ def check_secret(var, value):
     return []
 
 
-def check_environment(environment):
+def check_environment(environment, hf_token=None):
     """vllm_server_environment: plain names; values on one line (quoted on the unit line)."""
     if not isinstance(environment, dict):
         return [_refusal("environment", "vllm_server_environment must be a mapping of NAME: value, got %s."
@@ -229,6 +248,10 @@ def check_environment(environment):
             out.append(_refusal("environment", "vllm_server_environment must not set %s: it changes what runs or "
                                 "bypasses a variable the role manages (secrets: vllm_server_api_key / "
                                 "vllm_server_hf_token; cache: vllm_server_hf_home)." % name))
+        elif name.upper() in ENV_NAMES_NOT_WITH_TOKEN and hf_token:
+            out.append(_refusal("environment", "vllm_server_environment %s with vllm_server_hf_token set: the Hub "
+                                "client would send the token to that host. Fix: a mirror that serves without the "
+                                "token (leave vllm_server_hf_token empty), or drop %s." % (name, name)))
         elif isinstance(value, (dict, list)) or value is None:
             out.append(_refusal("environment", "vllm_server_environment %s must be a string or number." % name))
         elif _control_chars(str(value)):
@@ -470,7 +493,7 @@ def input_refusals(opts):
     out += check_data_path("vllm_server_hf_home", opts.get("hf_home"))
     out += check_secret("vllm_server_api_key", opts.get("api_key"))
     out += check_secret("vllm_server_hf_token", opts.get("hf_token"))
-    out += check_environment(opts.get("environment", {}))
+    out += check_environment(opts.get("environment", {}), opts.get("hf_token"))
     out += check_booleans(dict(opts.get("booleans") or {}, vllm_server_allow_open_bind=opts.get("allow_open_bind")))
     try:
         allow_open_bind = strict_bool("vllm_server_allow_open_bind", opts.get("allow_open_bind"))
