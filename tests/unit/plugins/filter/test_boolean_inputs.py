@@ -183,7 +183,7 @@ def test_no_task_or_template_tests_a_boolean_without_converting_it():
     assert _bare_boolean_uses() == []
 
 
-def test_the_scan_finds_a_bare_use(tmp_path, monkeypatch):
+def test_the_scan_finds_a_bare_use():
     """The scan itself: the spellings it must catch."""
     for line in ("when: vllm_server_trial", "  - not vllm_server_use_existing_user", "x: \"{{ 'a' if rollout_force else 'b' }}\"",
                  "x: \"{{ rollout_prefetch and y }}\"", "x: \"{{ y and rollout_tune_k }}\""):

@@ -62,7 +62,7 @@ def test_the_spool_never_leaves_the_report_directory(tmp_path, spool, run_id):
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before
 
 
-def test_spool_records_are_0640_in_a_0750_directory(tmp_path, monkeypatch):
+def test_spool_records_are_0640_in_a_0750_directory(tmp_path):
     old = os.umask(0)
     try:
         dummy, path = rollout_publish.publish({"host": "h1"}, str(tmp_path / "r1" / "hosts"), "h1", run_id="r1")
