@@ -7,7 +7,6 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
-from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data import plain
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.host_checks import host_refusals
@@ -75,10 +74,8 @@ def vllm_server_input_refusals(opts):
     opts = plain(opts)
     if not isinstance(opts, dict):
         raise AnsibleFilterError("jetson.specdec.vllm_server_input_refusals takes a dict of inputs")
-    try:
-        opts["allow_open_bind"] = boolean(opts.get("allow_open_bind") or False, strict=True)
-    except TypeError as exc:
-        raise AnsibleFilterError("jetson.specdec.vllm_server_input_refusals: allow_open_bind must be a boolean: %s" % exc)
+    # allow_open_bind and the booleans are converted strictly there ("false" from -e is false, "maybe" is
+    # refused as input.boolean).
     return input_refusals(opts)
 
 

@@ -43,7 +43,10 @@ options:
     type: path
     required: true
   run_id:
-    description: Name of the run directory, one path component. Defaults to the UTC time C(YYYYMMDDTHHMMSSZ).
+    description:
+      - Name of the run directory, one plain word (1-128 letters, digits, C(.), C(_), C(-) and C(:), starting with a letter or
+        digit, no C(..)); anything else fails with C(input.run_id). Defaults to the UTC time C(YYYYMMDDTHHMMSSZ).
+      - The report files are written 0640 in a run directory created 0750.
     type: str
   expected_hosts:
     description: All hosts of the play (for example C(ansible_play_hosts_all)); those without a record are listed as
@@ -140,6 +143,7 @@ import base64
 import io
 import json
 import os
+import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -148,7 +152,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.record.report impor
 )
 from ansible_collections.jetson.specdec.plugins.module_utils.common.atomic import atomic_write_text
 from ansible_collections.jetson.specdec.plugins.module_utils.record.record import with_missing
-from ansible_collections.jetson.specdec.plugins.module_utils.record.names import UnsafeName, check_path_component
+from ansible_collections.jetson.specdec.plugins.module_utils.record.names import UnsafeName, check_run_id
 from ansible_collections.jetson.specdec.plugins.module_utils.record.state import iso, utc_now
 
 
@@ -226,15 +230,28 @@ def draw_chart(series):
     return base64.b64encode(buf.getvalue()).decode("ascii"), None
 
 
+# Reports name hosts, models and errors: the operator's group reads them, others do not.
+REPORT_MODE = 0o640
+REPORT_DIR_MODE = 0o750
+
+
 def _changed_write(path, text, check_mode):
+    """Write ``text`` at REPORT_MODE unless the file already holds it; a file left 0644 by an older
+    collection gets the mode. Text that cannot be UTF-8 (a lone surrogate from a record) is escaped."""
+    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     try:
         with open(path, "r", encoding="utf-8") as handle:
-            if handle.read() == text:
-                return False
-    except (IOError, OSError):
+            same = handle.read() == text
+        if same and stat.S_IMODE(os.stat(path).st_mode) == REPORT_MODE:
+            return False
+        if same:
+            if not check_mode:
+                os.chmod(path, REPORT_MODE)
+            return True
+    except (IOError, OSError, UnicodeDecodeError):
         pass
     if not check_mode:
-        atomic_write_text(path, text)
+        atomic_write_text(path, text, mode=REPORT_MODE, dir_mode=REPORT_DIR_MODE)
     return True
 
 
@@ -257,7 +274,7 @@ def main():
     now = utc_now()
     run_id = p["run_id"] or now.strftime("%Y%m%dT%H%M%SZ")
     try:
-        check_path_component(run_id, "run_id")
+        check_run_id(run_id, "run_id")
     except UnsafeName as exc:
         module.fail_json(msg="run_id must be a single directory name: %s" % exc)
     run_dir = os.path.join(p["dest_dir"], run_id)

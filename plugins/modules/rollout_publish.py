@@ -29,7 +29,8 @@ options:
     required: true
   spool_dir:
     description: The run's spool directory on the controller, for example C(<rollout_report_dir>/<run_id>/hosts).
-      Created (mode 0755) when missing.
+      Created (mode 0750) when missing; the record is written 0640. A C(.) or C(..) component is refused
+      (C(input.run_id)), since the record would land outside the report directory.
     type: path
     required: true
   started:
@@ -38,6 +39,10 @@ options:
     type: float
   host:
     description: The name the record is spooled under. Defaults to the inventory host name.
+    type: str
+  run_id:
+    description: The run id templated into O(spool_dir); when given it must be a plain run id (1-128 letters, digits,
+      C(.), C(_), C(-) and C(:), starting with a letter or digit, no C(..)), else the task fails with C(input.run_id).
     type: str
   stats:
     description: Also hand the record to the summary callback. V(false) for a record a later task of the run
@@ -60,6 +65,7 @@ EXAMPLES = r"""
     record: "{{ rollout_record }}"
     started: "{{ rollout_started }}"
     spool_dir: "{{ rollout_report_dir }}/{{ rollout_run_id }}/hosts"
+    run_id: "{{ rollout_run_id }}"
   register: rollout_published
 """
 

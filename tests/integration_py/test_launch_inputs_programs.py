@@ -74,3 +74,57 @@ def test_the_container_entrypoint_runs_vllm_with_the_secrets_and_the_arguments(t
                          capture_output=True, text=True, check=True,
                          env={"PATH": "%s:/usr/bin:/bin" % fake.parent}).stdout
     assert out == 'k-1/2+3=|serve|a/b|--x|with space|{"k": 1}|'
+
+
+def _lane_python():
+    cache = os.environ.get("JETSON_SPECDEC_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "jetson-specdec")
+    found = sorted(glob.glob(os.path.join(cache, "vllm-lane-*", "bin", "python")))
+    return found[0] if found else None
+
+
+def test_the_shipped_option_table_is_the_lane_vllm_parser():
+    """serve_options.SERVE_OPTIONS[<lane version>] is what tests/vllm_lane/dump_serve_options.py prints."""
+    import json
+    from ansible_collections.jetson.specdec.plugins.module_utils.launch import serve_options
+    python = _lane_python()
+    if python is None:
+        pytest.skip("no vLLM lane venv on this machine")
+    script = os.path.join(os.path.dirname(__file__), "..", "vllm_lane", "dump_serve_options.py")
+    res = subprocess.run([python, script], capture_output=True, text=True, timeout=300, check=True)
+    real = json.loads(res.stdout)
+    key = ".".join(real["version"].split(".")[:2])
+    assert key in serve_options.SERVE_OPTIONS, "add vLLM %s's table (dump_serve_options.py)" % real["version"]
+    table = serve_options.SERVE_OPTIONS[key]
+    assert real["allow_abbrev"] is True
+    assert sorted(table["long"]) == real["long"]
+    assert table["short"] == real["short"]
+
+
+def test_what_the_real_vllm_parser_reads_hostile_spellings_as():
+    """The real FlexibleArgumentParser reads the reviewers' spellings as the owned option the check names."""
+    import json
+    python = _lane_python()
+    if python is None:
+        pytest.skip("no vLLM lane venv on this machine")
+    cases = {"--api-k=S": "api_key", "--gpu-memory-util=0.5": "gpu_memory_utilization", "--trust-remote": "trust_remote_code",
+             "--por=9000": "port", "--spec-t=3": "spec_tokens", "--spec_method=ngram": "spec_method",
+             "-sc.method=ngram": "speculative_config", "--speculative.method=ngram": "speculative_config"}
+    code = textwrap.dedent("""
+        import json, sys
+        from vllm.entrypoints.cli.serve import ServeSubcommand
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+        top = FlexibleArgumentParser()
+        ServeSubcommand().subparser_init(top.add_subparsers(dest="subparser"))
+        base = vars(top.parse_args(["serve", "a/b"]))
+        out = {}
+        for arg in json.loads(sys.argv[1]):
+            got = vars(top.parse_args(["serve", "a/b", arg]))
+            out[arg] = sorted(k for k in got if got[k] != base.get(k))
+        print(json.dumps(out))
+    """)
+    res = subprocess.run([python, "-c", code, json.dumps(sorted(cases))], capture_output=True, text=True,
+                         timeout=300, check=True)
+    real = json.loads(res.stdout.strip().splitlines()[-1])
+    for arg, dest in cases.items():
+        assert dest in real[arg], (arg, real[arg])
+        assert inputs.check_extra_args([arg], [arg.lstrip("-").split("=")[0].split(".")[0]]), arg

@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.jetson.specdec.plugins.module_utils.common.booleans import strict_bool
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.inputs import check_extra_args
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import (
     SpecConfigError,
@@ -38,6 +39,14 @@ def _number(name, value, low, high, kind):
     if not low <= value <= high:
         _fail("%s must be between %s and %s, got %s" % (name, low, high, value))
     return value
+
+
+def _flag_on(opts, key, var):
+    """A boolean input: "false" from -e is false, junk is an error (never a flag switched on by a string)."""
+    try:
+        return strict_bool(var, opts.get(key))
+    except ValueError as exc:
+        _fail(str(exc))
 
 
 def validate_extra_args(extra_args, extra_flags_allowed=()):
@@ -72,9 +81,9 @@ def serve_args(opts):
         if opts["dtype"] not in ("auto", "half", "float16", "bfloat16", "float", "float32"):
             _fail("vllm_server_dtype must be one of auto, half, float16, bfloat16, float, float32")
         args += ["--dtype", opts["dtype"]]
-    if opts.get("enforce_eager"):
+    if _flag_on(opts, "enforce_eager", "vllm_server_enforce_eager"):
         args.append("--enforce-eager")
-    if opts.get("trust_remote_code"):
+    if _flag_on(opts, "trust_remote_code", "vllm_server_trust_remote_code"):
         args.append("--trust-remote-code")
     spec = opts.get("speculative_config")
     if spec:

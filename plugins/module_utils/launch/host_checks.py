@@ -10,6 +10,8 @@ it. One list, so one task refuses a host for every reason at once, each starting
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible_collections.jetson.specdec.plugins.module_utils.common.booleans import strict_bool
+
 
 def check_account(user, exists, uid, marker, use_existing):
     """An existing account the role did not create (or a uid-0 one) is never taken over."""
@@ -50,7 +52,8 @@ def host_refusals(facts):
     if facts.get("runtime", "native") == "native":
         uid = facts.get("uid")
         out += check_account(facts.get("user"), bool(facts.get("exists")), None if uid is None else int(uid),
-                             bool(facts.get("marker")), bool(facts.get("use_existing_user")))
+                             bool(facts.get("marker")),
+                             strict_bool("vllm_server_use_existing_user", facts.get("use_existing_user")))
     out += check_groups(host, list(facts.get("wrong_groups") or []), facts.get("family"), facts.get("model"))
     out += check_systemd(host, bool(facts.get("systemd_booted")))
     return out

@@ -22,7 +22,20 @@ the values become:
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import ipaddress
 import re
+import socket
+
+from ansible_collections.jetson.specdec.plugins.module_utils.common.booleans import strict_bool
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.serve_options import (
+    AMBIGUOUS,
+    EXACT,
+    LEGACY_SHORT,
+    PREFIX,
+    normalise_long,
+    resolve_long,
+    resolve_short,
+)
 
 SERVICE_NAME_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z")
 # useradd's portable name rule (NAME_REGEX of adduser.conf, without '$').
@@ -49,13 +62,28 @@ SYSTEM_TREES = ("/bin/", "/boot/", "/dev/", "/etc/", "/lib/", "/lib32/", "/lib64
 # ProtectHome=yes makes these invisible to the service.
 HOME_TREES = ("/home/", "/root/", "/run/user/")
 
+# Groups that grant root or read every secret: kmem reads /dev/mem, staff writes /usr/local (first on root's
+# PATH on Debian), tty/crontab/sys and the container groups reach root by other doors.
+ADMIN_GROUPS = frozenset((
+    "root", "sudo", "adm", "wheel", "docker", "disk", "shadow", "lxd", "systemd-journal", "kmem", "staff", "sys",
+    "tty", "crontab", "libvirt", "incus-admin", "incus", "podman", "admin", "operator", "src",
+))
+
 # Environment names that would change what the server runs or where its secrets go.
 ENV_NAMES_REFUSED = frozenset((
     "LD_PRELOAD", "LD_AUDIT", "LD_LIBRARY_PATH_RPATH", "PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONHOME",
     "BASH_ENV", "ENV", "VLLM_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "HF_HOME", "HOME",
+    # Python imports from these (PYTHONWARNINGS can name a module; PYTHONBREAKPOINT a callable).
+    "PYTHONPATH", "PYTHONUSERBASE", "PYTHONWARNINGS", "PYTHONBREAKPOINT", "PYTHONEXECUTABLE", "PYTHONPLATLIBDIR",
+    # The Hub client reads the token from another file, or keeps the models outside vllm_server_hf_home.
+    "HF_TOKEN_PATH", "HUGGINGFACE_HUB_CACHE", "HF_HUB_CACHE",
 ))
+# The Hub client sends HF_TOKEN to this host: a mirror (documented) only without vllm_server_hf_token.
+ENV_NAMES_NOT_WITH_TOKEN = frozenset(("HF_ENDPOINT", "HF_HUB_ENDPOINT"))
 
-WILDCARD_HOSTS = frozenset(("0.0.0.0", "::", "0", "0:0:0:0:0:0:0:0", "::0", "0.0.0.0.", "[::]"))
+# Names every board resolves to loopback (a bind on them is not open); other names count as open, see bind_scope.
+LOOPBACK_NAMES = frozenset(("localhost", "localhost.localdomain", "localhost6", "localhost6.localdomain6",
+                            "ip6-localhost", "ip6-loopback"))
 
 # --- vllm serve flags -----------------------------------------------------------------------
 # Flags the role sets from its own variables (long names, vLLM's spelling).
@@ -75,6 +103,10 @@ OWNED_FLAGS = {
     "enforce-eager": "vllm_server_enforce_eager",
     "trust-remote-code": "vllm_server_trust_remote_code",
     "speculative-config": "vllm_server_speculation and vllm_server_speculative_*",
+    # vLLM 0.32's shorthands for parts of --speculative-config.
+    "spec-method": "vllm_server_speculation and vllm_server_speculative_method",
+    "spec-model": "vllm_server_speculation and vllm_server_speculative_model",
+    "spec-tokens": "vllm_server_num_speculative_tokens",
     "download-dir": "vllm_server_hf_home",
 }
 # Flags that carry secrets or load a file of further flags (which would bypass every check).
@@ -86,8 +118,8 @@ SECRET_FLAGS = {
     "middleware": "nothing: it imports arbitrary Python into the server",
     "allowed-local-media-path": "nothing: it lets API clients read local files",
 }
-SHORT_FLAGS = {"-sc": "speculative-config", "-q": "quantization", "-tp": "tensor-parallel-size",
-               "-pp": "pipeline-parallel-size", "-O": "compilation-config", "-h": "help"}
+# Short flags: launch/serve_options.py (vLLM's table per version, argparse's prefix rule).
+SHORT_FLAGS = LEGACY_SHORT
 # Tuning flags of `vllm serve` an operator may add (long names, no leading dashes).
 # Boolean flags also accept vLLM's --no-<flag> form.
 ALLOWED_FLAGS = frozenset((
@@ -103,9 +135,12 @@ ALLOWED_FLAGS = frozenset((
     "max-parallel-loading-workers", "disable-custom-all-reduce", "preemption-mode", "num-scheduler-steps",
     "long-prefill-token-threshold", "max-num-partial-prefills", "compilation-config",
     "enable-sleep-mode", "skip-tokenizer-init", "override-generation-config", "sse-keep-alive-interval",
+    "optimization-level",
 ))
 NEVER_ALLOWED = frozenset(OWNED_FLAGS) | frozenset(SECRET_FLAGS) | frozenset(("help",))
 
+# vLLM's option names are lower case (argparse compares them as written).
+_ALLOW_ENTRY_RE = re.compile(r"\A(--)?[a-z0-9][a-z0-9_-]{0,127}\Z")
 _EXTRA_ARG_RE = re.compile(r"\A[A-Za-z0-9_@+=:,./-]{1,256}\Z")
 _NUMBER_RE = re.compile(r"\A-[0-9.]+\Z")
 
@@ -145,7 +180,7 @@ def check_account(user, group, supplementary_groups):
         if not isinstance(name, str) or not ACCOUNT_RE.match(name):
             out.append(_refusal("supplementary_groups", "vllm_server_supplementary_groups item %r is not a group "
                                 "name. Fix: lower-case letters, digits, _ and - (for example video)." % (name,)))
-        elif name in ("root", "sudo", "adm", "wheel", "docker", "disk", "shadow", "lxd", "systemd-journal"):
+        elif name in ADMIN_GROUPS:
             out.append(_refusal("supplementary_groups", "vllm_server_supplementary_groups item %r grants "
                                 "administrator-level access. Fix: only device groups such as video, render."
                                 % (name,)))
@@ -184,6 +219,12 @@ def check_secret(var, value):
     """API key and HF token: same meaning in EnvironmentFile, docker --env-file and sh."""
     if value in (None, ""):
         return []
+    if isinstance(value, str) and SECRET_VALUE_RE.match(value) and (value.startswith("~") or ":~" in value):
+        # sh (the container sources the file) expands a tilde at the start of an assignment's value and after
+        # each ':' (~ becomes $HOME, ~user that user's home); systemd reads it literally. Never echo the value.
+        return [_refusal("secret_value", "%s has a '~' at its start or after a ':', which the container's sh "
+                         "replaces with a home directory when it reads the secrets file (systemd keeps it). Fix: a "
+                         "value without '~' there (a '~' elsewhere is fine)." % var)]
     if not isinstance(value, str) or not SECRET_VALUE_RE.match(value):
         # Never echo the value: it is a secret.
         return [_refusal("secret_value", "%s contains a character that systemd's EnvironmentFile, docker "
@@ -193,7 +234,7 @@ def check_secret(var, value):
     return []
 
 
-def check_environment(environment):
+def check_environment(environment, hf_token=None):
     """vllm_server_environment: plain names; values on one line (quoted on the unit line)."""
     if not isinstance(environment, dict):
         return [_refusal("environment", "vllm_server_environment must be a mapping of NAME: value, got %s."
@@ -207,6 +248,10 @@ def check_environment(environment):
             out.append(_refusal("environment", "vllm_server_environment must not set %s: it changes what runs or "
                                 "bypasses a variable the role manages (secrets: vllm_server_api_key / "
                                 "vllm_server_hf_token; cache: vllm_server_hf_home)." % name))
+        elif name.upper() in ENV_NAMES_NOT_WITH_TOKEN and hf_token:
+            out.append(_refusal("environment", "vllm_server_environment %s with vllm_server_hf_token set: the Hub "
+                                "client would send the token to that host. Fix: a mirror that serves without the "
+                                "token (leave vllm_server_hf_token empty), or drop %s." % (name, name)))
         elif isinstance(value, (dict, list)) or value is None:
             out.append(_refusal("environment", "vllm_server_environment %s must be a string or number." % name))
         elif _control_chars(str(value)):
@@ -215,50 +260,141 @@ def check_environment(environment):
     return out
 
 
+def check_booleans(booleans):
+    """Every boolean input (variable name -> value) is a boolean word: "maybe" is refused, never read as on."""
+    out = []
+    for var, value in sorted((booleans or {}).items()):
+        try:
+            strict_bool(var, value)
+        except ValueError as exc:
+            out.append(_refusal("boolean", str(exc)))
+    return out
+
+
+def bind_scope(host):
+    """What ``vllm serve --host HOST`` listens on: 'all' (every interface), 'loopback', 'one' (one address) or
+    'name' (a host name the board resolves when vLLM starts).
+
+    Compared as addresses, not spellings: vLLM binds an IPv6 literal as IPv6 and anything else through
+    getaddrinfo for IPv4, which reads inet_aton's forms (``0``, ``00``, ``0x0``, ``0.0``, ``000.000.000.000``
+    are 0.0.0.0); ``0::``, ``::0.0.0.0``, ``0:0:0:0:0:0:0:0`` are ``::``; ``::ffff:0.0.0.0`` is IPv4's any.
+    """
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if address is None:
+        try:
+            address = ipaddress.IPv4Address(socket.inet_aton(host))
+        except (OSError, ValueError, TypeError):
+            name = host.lower().rstrip(".")
+            return "loopback" if name in LOOPBACK_NAMES else "name"
+    if address.version == 6 and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    if address.is_unspecified:
+        return "all"
+    return "loopback" if address.is_loopback else "one"
+
+
 def check_host(host, api_key, allow_open_bind=False):
     """Listen address: a plain address, not an option, and never open without an API key."""
     if not isinstance(host, str) or not HOST_RE.match(host) or host.startswith(("-", ".", ":-")):
         return [_refusal("host", "vllm_server_host %r is not an IP address or host name (a leading '-' would be "
                          "read as a vLLM option). Fix: 127.0.0.1, ::1 or the board's address." % (host,))]
-    if host in WILDCARD_HOSTS and not api_key and not allow_open_bind:
-        return [_refusal("open_bind", "vllm_server_host %s listens on every interface and vllm_server_api_key is "
-                         "empty: anyone on the network could use the server. Fix: set vllm_server_api_key (from "
-                         "a vault), bind 127.0.0.1, or set vllm_server_allow_open_bind: true when a firewall or "
-                         "an authenticating proxy guards the port." % host)]
+    scope = bind_scope(host)
+    if scope in ("all", "name") and not api_key and not allow_open_bind:
+        what = ("listens on every interface" if scope == "all" else
+                "is a host name that the board resolves when vLLM starts (an /etc/hosts entry can make it every "
+                "interface, and this check cannot see it)")
+        return [_refusal("open_bind", "vllm_server_host %s %s and vllm_server_api_key is empty: anyone on the "
+                         "network could use the server. Fix: set vllm_server_api_key (from a vault), bind 127.0.0.1 "
+                         "or the board's IP address, or set vllm_server_allow_open_bind: true when a firewall or "
+                         "an authenticating proxy guards the port." % (host, what))]
     return []
 
 
 def _flag_name(arg):
     """Normalise a flag as vLLM's parser reads it: '--a_b.c=1' -> 'a-b'; '-tp' stays short."""
     if arg.startswith("--"):
-        name = arg[2:].split("=", 1)[0]
-        # --json-flag.key=value and --json-flag.key+ set one key of a JSON flag.
-        name = re.split(r"[.+]", name, 1)[0]
-        return name.replace("_", "-")
+        return normalise_long(arg)
     return None
 
 
-def _refused_flag(name, allowed):
-    """Why a normalised long flag name is refused, or None."""
+def _never_reason(name):
+    """Why the long option ``name`` (or its --no- form) may never be set by an extra argument, or None."""
     base = name[3:] if name.startswith("no-") else name
     for forbidden in (name, base):
         if forbidden in OWNED_FLAGS:
-            return "sets --%s, which the role manages. Fix: use %s." % (forbidden, OWNED_FLAGS[forbidden])
+            return "--%s, which the role manages. Fix: use %s." % (forbidden, OWNED_FLAGS[forbidden])
         if forbidden in SECRET_FLAGS:
-            return "sets --%s. Fix: use %s." % (forbidden, SECRET_FLAGS[forbidden])
-    if base in allowed:
+            return "--%s. Fix: use %s." % (forbidden, SECRET_FLAGS[forbidden])
+    return None
+
+
+def _abbreviates_never(name):
+    """Owned or secret flags (and their --no- forms) that ``name`` is a proper prefix of, in any vLLM release."""
+    return sorted(flag for never in NEVER_ALLOWED for flag in (never, "no-" + never)
+                  if flag != name and flag.startswith(name))
+
+
+def _refused_flag(name, allowed, status=None, resolved=None):
+    """Why an extra argument whose normalised long name is ``name`` is refused, or None.
+
+    ``status``/``resolved`` are what vLLM's parser reads it as (serve_options.resolve_long): the spelling is
+    compared as that option, so an abbreviation of an owned flag is refused whatever the allow-list says.
+    """
+    if status is None:
+        status, resolved = resolve_long(name)
+    why = _never_reason(name)
+    if why:
+        return "sets " + why
+    for option in resolved or ():
+        why = _never_reason(option)
+        if why:
+            return "is read by vLLM's parser as " + why
+    prefix_of = _abbreviates_never(name)
+    if prefix_of or status in (PREFIX, AMBIGUOUS):
+        return ("is an abbreviation of --%s; vLLM would expand it%s. Fix: write a full flag name from the allow-list "
+                "(docs/security.md)." % (", --".join(prefix_of or resolved),
+                                         " or refuse it as ambiguous" if status == AMBIGUOUS else ""))
+    base = name[3:] if name.startswith("no-") else name
+    if name in allowed or base in allowed:
         return None
-    # argparse accepts any unambiguous prefix ('--api' is --api-key, '--gpu' is --gpu-memory-utilization).
-    prefix_of = sorted(flag for flag in NEVER_ALLOWED | allowed if flag.startswith(base))
-    if prefix_of:
-        return ("is an abbreviation of --%s; vLLM would expand it. Fix: write a full flag name from the allow-list "
-                "(docs/security.md)." % ", --".join(prefix_of))
     return ("is not in the allow-list of vllm serve tuning flags. Fix: use a listed flag, or add it to "
             "vllm_server_extra_flags_allowed after checking what it does (docs/security.md).")
 
 
+def _refused_allow_entry(flag):
+    """Why a vllm_server_extra_flags_allowed entry is refused (it must name one full, harmless option), or None."""
+    if not isinstance(flag, str) or not _ALLOW_ENTRY_RE.match(flag):
+        return ("entry %r is not a flag name. Fix: a long vllm serve option such as lora-modules (lower-case "
+                "letters, digits, - and _; no value, no '.')." % (flag,))
+    name = normalise_long(flag if flag.startswith("--") else "--" + flag)
+    why = _never_reason(name)
+    if why:
+        return "must not allow %s" % why.split(". Fix:")[0] + ": the role manages it or it carries a secret."
+    status, resolved = resolve_long(name)
+    for option in resolved:
+        why = _never_reason(option)
+        if why:
+            return ("must not allow --%s: vLLM's parser reads it as %s"
+                    % (name, why.split(". Fix:")[0]) + ", which the role manages or which carries a secret.")
+    prefix_of = _abbreviates_never(name)
+    if prefix_of:
+        return ("must not allow --%s: it is an abbreviation of --%s in some vLLM release. Fix: allow the full "
+                "name of the option you need." % (name, ", --".join(prefix_of)))
+    if status in (PREFIX, AMBIGUOUS):
+        return ("must not allow --%s: it is not a vllm serve option but an abbreviation of --%s. Fix: allow the "
+                "full name." % (name, ", --".join(resolved)))
+    return None
+
+
 def check_extra_args(extra_args, extra_flags_allowed=()):
-    """Refusals for vllm_server_extra_args (one token per item, allow-listed flags, no owned or secret flag)."""
+    """Refusals for vllm_server_extra_args (one token per item, allow-listed flags, no owned or secret flag).
+
+    Every spelling is resolved to the option vLLM's parser would pick (launch/serve_options.py) before it is
+    compared, and only full option names pass: an abbreviation may expand differently in another release.
+    """
     if extra_args is None:
         return []
     if not isinstance(extra_args, (list, tuple)):
@@ -266,13 +402,16 @@ def check_extra_args(extra_args, extra_flags_allowed=()):
                          % type(extra_args).__name__)]
     out = []
     allowed = set(ALLOWED_FLAGS)
+    if extra_flags_allowed is not None and not isinstance(extra_flags_allowed, (list, tuple)):
+        out.append(_refusal("extra_flags_allowed", "vllm_server_extra_flags_allowed must be a list of flag names, "
+                            "not %s." % type(extra_flags_allowed).__name__))
+        extra_flags_allowed = ()
     for flag in extra_flags_allowed or ():
-        name = _flag_name(flag if isinstance(flag, str) and flag.startswith("--") else "--%s" % flag)
-        if name in NEVER_ALLOWED or (name or "").startswith("no-") and name[3:] in NEVER_ALLOWED:
-            out.append(_refusal("extra_flags_allowed", "vllm_server_extra_flags_allowed must not allow --%s: the "
-                                "role manages it or it carries a secret." % name))
-        elif name:
-            allowed.add(name)
+        why = _refused_allow_entry(flag)
+        if why:
+            out.append(_refusal("extra_flags_allowed", "vllm_server_extra_flags_allowed " + why))
+        else:
+            allowed.add(normalise_long(flag if flag.startswith("--") else "--" + flag))
     for arg in extra_args:
         if not isinstance(arg, str) or not _EXTRA_ARG_RE.match(arg):
             out.append(_refusal("extra_args", "vllm_server_extra_args item %r is refused: one argument per item, "
@@ -280,17 +419,20 @@ def check_extra_args(extra_args, extra_flags_allowed=()):
             continue
         if not arg.startswith("-") or _NUMBER_RE.match(arg):
             continue  # a value of the flag before it
-        if arg.startswith("--"):
+        if arg == "--" or arg.startswith("--=") or arg.startswith("---"):
+            why = "ends vLLM's options or is no option name. Fix: one --flag per item, then its value."
+        elif arg.startswith("--"):
             why = _refused_flag(_flag_name(arg), allowed)
         else:
-            short = arg.split("=", 1)[0]
-            long_name = SHORT_FLAGS.get(short)
-            if long_name is None:
-                # -q8 / -Oxyz: argparse reads a short flag with its value attached.
-                long_name = next((SHORT_FLAGS[s] for s in sorted(SHORT_FLAGS, key=len, reverse=True)
-                                  if short.startswith(s)), None)
-            why = (_refused_flag(long_name, allowed) if long_name else
-                   "is not a known short flag. Fix: use the long flag name.")
+            status, resolved = resolve_short(arg)
+            why = None
+            for long_name in resolved:
+                why = why or _refused_flag(long_name, allowed, EXACT, [long_name])
+            if not resolved:
+                why = "is not a known short flag. Fix: use the long flag name."
+            elif not why and status != EXACT:
+                why = ("is an abbreviation of the short flag of --%s; argparse would expand it. Fix: use the long "
+                       "flag name." % ", --".join(resolved))
         if why:
             out.append(_refusal("extra_args", "vllm_server_extra_args item %r %s" % (arg, why)))
     return out
@@ -351,8 +493,13 @@ def input_refusals(opts):
     out += check_data_path("vllm_server_hf_home", opts.get("hf_home"))
     out += check_secret("vllm_server_api_key", opts.get("api_key"))
     out += check_secret("vllm_server_hf_token", opts.get("hf_token"))
-    out += check_environment(opts.get("environment", {}))
-    out += check_host(opts.get("host"), opts.get("api_key"), opts.get("allow_open_bind", False))
+    out += check_environment(opts.get("environment", {}), opts.get("hf_token"))
+    out += check_booleans(dict(opts.get("booleans") or {}, vllm_server_allow_open_bind=opts.get("allow_open_bind")))
+    try:
+        allow_open_bind = strict_bool("vllm_server_allow_open_bind", opts.get("allow_open_bind"))
+    except ValueError:
+        allow_open_bind = False  # refused above as input.boolean
+    out += check_host(opts.get("host"), opts.get("api_key"), allow_open_bind)
     out += check_extra_args(opts.get("extra_args"), opts.get("extra_flags_allowed"))
     if runtime == "container":
         out += check_executable("vllm_server_docker_bin", opts.get("docker_bin"))

@@ -12,7 +12,11 @@ written, with the rule and the fix.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import re
+
 MAX_BYTES = 200  # well under NAME_MAX (255) once ".json" and temp prefixes are added
+# A run id names a folder of the report directory: one plain word (a timestamp, nightly-3, 2026-03-01T12:00).
+RUN_ID_RE = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._:-]{0,127}\Z")
 
 
 class UnsafeName(ValueError):
@@ -48,4 +52,17 @@ def check_path_component(value, what):
         raise UnsafeName("%s %r cannot be used in a file name: %s. Use letters, digits, '.', '-', '_' and ':' "
                          "(for example a timestamp like 20260301T120000Z, or the board's host name)."
                          % (what, value, problem))
+    return value
+
+
+def check_run_id(value, what="rollout_run_id"):
+    """Return ``value`` if it is a plain run id (letters, digits, then also . _ : -; no '..'), else raise UnsafeName.
+
+    Stricter than a path component: the run id is joined under the report directory by several tasks
+    (the spool, the report files), some of which only template it into a path.
+    """
+    if not isinstance(value, str) or not RUN_ID_RE.match(value) or ".." in value:
+        raise UnsafeName("input.run_id: %s %r is not a run id. Use 1-128 letters, digits and . _ : - starting "
+                         "with a letter or digit, without '..' (for example 20260301T120000Z or nightly-3)."
+                         % (what, value))
     return value

@@ -244,8 +244,14 @@ def _entries_in_table_order(report):
     return [by_host[h] for h in order if h in by_host]
 
 
+def _md_text(text):
+    """Text as Markdown shows it literally: HTML (a host name, an error message or a vLLM log line with
+    ``<script>``) is escaped, since Markdown passes raw HTML through to the page that renders it."""
+    return str(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
+
+
 def _md_cell(text):
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    return _md_text(text).replace("|", "\\|")
 
 
 def _md_table(header, rows):
@@ -293,14 +299,15 @@ def dry_run_note(report):
 
 def render_markdown(report, title="jetson.specdec fleet report"):
     intro = "Run `%s`, generated %s. %d host(s): %s." % (
-        report["run_id"], report["generated_at"], report["summary"]["hosts"], decision_summary(report))
-    lines = ["# %s" % title, "", intro, ""]
+        _md_text(report["run_id"]).replace("`", "'"), _md_text(report["generated_at"]), report["summary"]["hosts"],
+        _md_text(decision_summary(report)))
+    lines = ["# %s" % _md_text(title), "", intro, ""]
     for note in (dry_run_note(report), simulated_note(report)):
         if note:
             lines += ["> **%s**" % note, ""]
     for family, rows in _rows_by_family(report).items():
         summary = report["families"][family]
-        lines += ["## %s (%d host%s)" % (family, len(rows), "" if len(rows) == 1 else "s"), ""]
+        lines += ["## %s (%d host%s)" % (_md_text(family), len(rows), "" if len(rows) == 1 else "s"), ""]
         lines += _md_table(TABLE_HEADER, [table_cells(r) for r in rows]
                            + ([median_cells(summary)] if summary["measured"] else []))
         lines.append("")
@@ -311,7 +318,7 @@ def render_markdown(report, title="jetson.specdec fleet report"):
         lines.append("")
     lines += ["## Why each host ended where it did", ""]
     for entry in _entries_in_table_order(report):
-        lines += ["### %s: %s" % (host_label(entry["row"]), decision_label(entry["row"])), ""]
+        lines += ["### %s: %s" % (_md_text(host_label(entry["row"])), _md_text(decision_label(entry["row"]))), ""]
         lines += ["- **%s**: %s" % (label, _md_cell(text)) for label, text in why_items(entry)]
         lines.append("")
     lines.append("Numbers are the baseline (speculation off) and the speculative candidate as measured; the Decision column "

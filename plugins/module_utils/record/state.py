@@ -105,7 +105,9 @@ def config_hash(config):
         text = canonical_json(config)
     except (TypeError, ValueError) as exc:
         raise StateError("config must be JSON-serialisable: %s" % exc)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    # surrogatepass: a lone surrogate hashes (the same bytes every time) instead of raising; valid text is
+    # unchanged, so the hashes of existing states stay the same.
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def empty_state():
@@ -388,4 +390,6 @@ def write_state(path, state):
 
 
 def dump_state(state):
-    return json.dumps(state, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    # ASCII with \u escapes: a lone surrogate (valid JSON "\ud800" read back from the file, or a stray byte
+    # in an error message) round-trips instead of failing every later write with UnicodeEncodeError.
+    return json.dumps(state, sort_keys=True, indent=2, ensure_ascii=True) + "\n"
