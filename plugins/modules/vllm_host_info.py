@@ -89,6 +89,11 @@ import pwd
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch import host_info
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.safetensors import (
+    MAX_JSON_BYTES,
+    ModelFileError,
+    open_model_file,
+)
 
 SD_BOOTED_DIR = "/run/systemd/system"
 
@@ -103,12 +108,21 @@ def _uid(user):
 def _configs(module, paths):
     configs = {}
     for path in host_info.local_model_paths(paths):
+        config_path = os.path.join(path, "config.json")
+        if not os.path.lexists(config_path):
+            continue  # not a local directory here: the plan describes it from the catalog
         try:
-            # bytes: json detects the encoding, and an undecodable file is a ValueError like bad JSON
-            with open(os.path.join(path, "config.json"), "rb") as handle:
-                text = handle.read()
+            # bytes: json detects the encoding, and an undecodable file is a ValueError like bad JSON.
+            # open_model_file: a FIFO does not block this root task, a link out of the model's directory
+            # is not followed, and the read is bounded.
+            handle, dummy = open_model_file(config_path, path)
+            with handle:
+                text = handle.read(MAX_JSON_BYTES + 1)
+        except ModelFileError as exc:
+            module.warn("%s; the draft/target compatibility check skips it." % exc)
+            continue
         except (IOError, OSError):
-            continue  # not a local directory here (or not readable): the plan describes it from the catalog
+            continue  # not readable: the plan describes it from the catalog
         config, warning = host_info.model_config(path, text)
         if warning:
             module.warn(warning)
