@@ -53,3 +53,27 @@ def test_a_link_the_service_account_plants_is_refused_and_etc_keeps_its_owner(fl
     finally:
         fleet.sh(HOST, "rm -rf /var/lib/vllm/d; if [ -L %s ]; then rm %s && mv /var/lib/vllm/hf.old %s; fi"
                  % (CACHE, CACHE, CACHE))
+
+
+# Issue 34, medium 6 and 7 on the same board: an existing directory the collection did not create (the
+# host's wall behind the data-root rule), a system path (the input rule), a unit the collection did not
+# write and a system service's name. Each run is refused with its rule; the directory, the unit and
+# the server keep what they had.
+@pytest.mark.parametrize("setup,extra,rule,watch", [
+    ("mkdir -p /srv/app && chmod 1777 /srv/app && touch /srv/app/data",
+     {"vllm_server_hf_home": "/srv/app"}, "host.path_foreign", "/srv/app"),
+    ("true", {"vllm_server_hf_home": "/var/lib/dpkg/info"}, "input.path_root", "/var/lib/dpkg/info"),
+    ("printf '[Unit]\\nDescription=by hand\\n[Service]\\nExecStart=/bin/sleep 1\\n' "
+     "> /etc/systemd/system/llm-by-hand.service",
+     {"vllm_server_service_name": "llm-by-hand"}, "host.unit_not_ours", "/etc/systemd/system/llm-by-hand.service"),
+    ("true", {"vllm_server_service_name": "ssh"}, "input.service_name_reserved", "/etc/systemd/system"),
+], ids=["foreign_directory", "system_subdirectory", "unit_written_by_hand", "system_service_name"])
+def test_a_foreign_directory_or_unit_is_refused_and_kept(fleet, setup, extra, rule, watch):
+    fleet.sh(HOST, setup, check=True)
+    look = "stat -c '%u:%g:%a' " + watch + "; ls -la " + watch + " | md5sum; ls /etc/vllm"
+    before, watched = snapshot(fleet), fleet.sh(HOST, look, check=True).stdout
+    rc, out, dummy = fleet.run("playbooks/deploy.yml", vllm_server_speculation=False, **extra)
+    assert rc != 0
+    assert rule + ":" in out, out[-3000:]
+    assert snapshot(fleet) == before
+    assert fleet.sh(HOST, look, check=True).stdout == watched
