@@ -183,12 +183,16 @@ def ensure_dir(path, uid, gid, mode, check_mode=False, trusted_uids=None, _hops=
                 return {"changed": True, "created": True, "path": path, "real_path": real_path, "before": None,
                         "after": after}
             for part in missing:
+                made = True
                 try:
                     os.mkdir(part, 0o755, dir_fd=parent_fd)
                 except OSError as exc:
                     if exc.errno != errno.EEXIST:
                         raise
+                    made = False
                 child = _open_checked(part, parent_fd, parent_path, path)
+                if made:
+                    os.fchmod(child, 0o755)  # whatever the umask: the service account must reach its directory
                 os.close(parent_fd)
                 parent_fd = child
                 parent_path = parent_path.rstrip("/") + "/" + part

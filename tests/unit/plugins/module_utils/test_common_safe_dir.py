@@ -67,7 +67,11 @@ def test_a_new_directory_gets_owner_mode_and_marker_and_a_second_run_changes_not
 
 def test_missing_parents_are_created_root_owned(board):
     cache = board["root"] / "data" / "models" / "hf"
-    ensure_dir(str(cache), SVC, SVC, 0o750)
+    old = os.umask(0o077)
+    try:
+        ensure_dir(str(cache), SVC, SVC, 0o750)
+    finally:
+        os.umask(old)
     assert _owner_mode(str(board["root"] / "data")) == (0, 0, 0o755)
     assert _owner_mode(str(board["root"] / "data" / "models")) == (0, 0, 0o755)
     assert _owner_mode(str(cache)) == (SVC, SVC, 0o750)
