@@ -30,7 +30,9 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Walks and checks the path the same way and says what it would create or change; changes nothing.
+    details: Walks and checks the path the same way and says what it would create or change; changes nothing. An
+      O(owner) or O(group) that does not exist yet (created by an earlier task of the same check run) is reported by
+      name.
   diff_mode:
     support: full
     details: The owner, group and mode before and after.
@@ -102,6 +104,10 @@ def _id(module, value, what, lookup):
     try:
         return lookup(value)
     except KeyError:
+        if module.check_mode:
+            # A check run before the account exists (the task creating it only said it would): predict
+            # with an id nothing has, so the path is still walked and checked, and report the name.
+            return -1
         module.fail_json(msg="safe_dir: the %s %r does not exist on the host. Fix: create it first." % (what, value))
 
 
@@ -126,6 +132,10 @@ def main():
         module.fail_json(msg="%s (nothing was changed)" % exc, rule=exc.rule, path=p["path"])
     except OSError as exc:
         module.fail_json(msg="safe_dir: cannot create or change %s: %s" % (p["path"], exc), path=p["path"])
+    if uid == -1:
+        result["after"]["uid"] = p["owner"]
+    if gid == -1:
+        result["after"]["gid"] = p["group"]
     diff = {"before": {"path": p["path"], "state": "directory" if result["before"] else "absent"},
             "after": {"path": p["path"], "state": "directory"}}
     if result["before"]:

@@ -234,3 +234,17 @@ def test_the_module_creates_and_reports_a_diff(board):
     assert result["diff"]["before"]["state"] == "absent"
     assert result["diff"]["after"] == {"path": str(cache), "state": "directory", "uid": SVC, "gid": 0, "mode": "0770"}
     assert _owner_mode(str(cache)) == (SVC, 0, 0o770)
+
+
+def test_check_mode_before_the_account_exists_predicts_by_name(board):
+    cache = board["state"] / "huggingface"
+    args = {"path": str(cache), "owner": "no-such-account-specdec", "group": "no-such-group-specdec", "mode": "0750",
+            "_ansible_check_mode": True}
+    failed, result = run_module(safe_dir_module.main, args)
+    assert not failed and result["changed"] and result["created"], result
+    assert result["after"]["uid"] == "no-such-account-specdec" and not os.path.exists(str(cache))
+    os.symlink(str(board["system"]), str(cache))  # the walk still refuses a planted link
+    failed, result = run_module(safe_dir_module.main, args)
+    assert failed and result["rule"] == "host.path_link"
+    failed, result = run_module(safe_dir_module.main, dict(args, _ansible_check_mode=False))
+    assert failed and "does not exist" in result["msg"]
