@@ -218,8 +218,8 @@ def ensure_dir(path, uid, gid, mode, check_mode=False, trusted_uids=None, _hops=
                 "host.path_link", "%s is a symbolic link to %s in a directory that uid %d can change (mode %s); "
                 "it is not followed, because whoever made it could point the change of owner at a system "
                 "directory (a link to /etc would give /etc to the service account). Fix: remove the link "
-                "(rm %s) and re-run; the role creates the directory." % (path, target, parent.st_uid,
-                                                                       _mode_text(parent), path))
+                "(rm %s) and re-run; the role creates the directory."
+                % (path, target, parent.st_uid, _mode_text(parent), path))
         if st is None:
             if check_mode:
                 return {"changed": True, "created": True, "path": path, "real_path": real_path, "before": None,
@@ -247,9 +247,8 @@ def ensure_dir(path, uid, gid, mode, check_mode=False, trusted_uids=None, _hops=
                     "%d, gid %d, mode %s; the role would make it uid %d, gid %d, mode %04o, which could hand a "
                     "system or another program's directory to the service account. Fix: choose a path of its "
                     "own for the collection (it creates it), or, when this directory is meant for vLLM, give it "
-                    "yourself: chown %d:%d %s && chmod %04o %s." % (path, MARKER, st.st_uid, st.st_gid,
-                                                                   _mode_text(st), uid, gid, mode, uid, gid,
-                                                                   path, mode, path))
+                    "yourself: chown %d:%d %s && chmod %04o %s."
+                    % (path, MARKER, st.st_uid, st.st_gid, _mode_text(st), uid, gid, mode, uid, gid, path, mode, path))
             changed = created or not same or not _has_marker(fd)
             if check_mode:
                 return {"changed": changed, "created": created, "path": path, "real_path": real_path,

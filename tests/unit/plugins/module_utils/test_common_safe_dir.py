@@ -219,8 +219,8 @@ def test_a_link_planted_under_the_markers_name_is_not_written_through(board):
 def test_the_module_fails_with_the_rule_and_changes_nothing(board):
     cache = board["state"] / "huggingface"
     os.symlink(str(board["system"]), str(cache))
-    failed, result = run_module(safe_dir_module.main, {"path": str(cache), "owner": str(SVC), "group": str(SVC),
-                                                        "mode": "0750"})
+    args = {"path": str(cache), "owner": str(SVC), "group": str(SVC), "mode": "0750"}
+    failed, result = run_module(safe_dir_module.main, args)
     assert failed and result["rule"] == "host.path_link"
     assert "nothing was changed" in result["msg"]
     assert _owner_mode(str(board["system"])) == (0, 0, 0o755)
@@ -228,8 +228,8 @@ def test_the_module_fails_with_the_rule_and_changes_nothing(board):
 
 def test_the_module_creates_and_reports_a_diff(board):
     cache = board["state"] / "huggingface"
-    failed, result = run_module(safe_dir_module.main, {"path": str(cache), "owner": str(SVC), "group": "root",
-                                                        "mode": "0770"})
+    args = {"path": str(cache), "owner": str(SVC), "group": "root", "mode": "0770"}
+    failed, result = run_module(safe_dir_module.main, args)
     assert not failed and result["changed"] and result["created"]
     assert result["diff"]["before"]["state"] == "absent"
     assert result["diff"]["after"] == {"path": str(cache), "state": "directory", "uid": SVC, "gid": 0, "mode": "0770"}
