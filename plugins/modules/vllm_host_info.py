@@ -17,7 +17,9 @@ description:
   - Whether systemd runs the host (C(/run/systemd/system) is a directory, as sd_booted(3) decides) and its version
     (the unit sets C(ProtectClock=) only from systemd 253 on).
   - The C(config.json) of the local model directories in O(models) (a hub id is skipped), which the launch plan
-    compares (vocabulary, model type) between a draft and its target.
+    compares (vocabulary, model type) between a draft and its target. A C(config.json) that is not a regular file
+    (a FIFO) or a link out of its model directory is skipped with a warning, never opened blocking or followed.
+  - The unit files of O(service_name), so that the role never replaces a unit it did not write (C(ssh.service)).
 author: jetson.specdec contributors (@jetson-specdec)
 extends_documentation_fragment:
   - jetson.specdec.attributes
@@ -37,6 +39,12 @@ options:
     type: list
     elements: str
     default: []
+  service_name:
+    description:
+      - The service's name (C(vllm_server_service_name)); its unit files are looked up in systemd's search path
+        (C(/etc/systemd/system), C(/run/systemd/system), C(/usr/local/lib/systemd/system), C(/lib/systemd/system),
+        C(/usr/lib/systemd/system)) and the one under C(/etc) is read for the role's marker line.
+    type: str
 """
 
 EXAMPLES = r"""
@@ -81,14 +89,29 @@ model_configs:
   returned: always
   type: dict
   sample: {/opt/models/Qwen3-8B: {model_type: qwen3, vocab_size: 151936}}
+unit:
+  description:
+    - The unit files named O(service_name)C(.service) and whether the collection wrote them (the only one is
+      C(/etc/systemd/system/<name>.service), a regular file with the role's marker line). All empty or false
+      when O(service_name) is unset.
+  returned: always
+  type: dict
+  sample: {name: vllm, paths: [/etc/systemd/system/vllm.service], exists: true, written_by_collection: true}
 """
 
 import os
 import pwd
+import re
+import stat
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch import host_info
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.safetensors import (
+    MAX_JSON_BYTES,
+    ModelFileError,
+    open_model_file,
+)
 
 SD_BOOTED_DIR = "/run/systemd/system"
 
@@ -103,12 +126,21 @@ def _uid(user):
 def _configs(module, paths):
     configs = {}
     for path in host_info.local_model_paths(paths):
+        config_path = os.path.join(path, "config.json")
+        if not os.path.lexists(config_path):
+            continue  # not a local directory here: the plan describes it from the catalog
         try:
-            # bytes: json detects the encoding, and an undecodable file is a ValueError like bad JSON
-            with open(os.path.join(path, "config.json"), "rb") as handle:
-                text = handle.read()
+            # bytes: json detects the encoding, and an undecodable file is a ValueError like bad JSON.
+            # open_model_file: a FIFO does not block this root task, a link out of the model's directory
+            # is not followed, and the read is bounded.
+            handle, dummy = open_model_file(config_path, path)
+            with handle:
+                text = handle.read(MAX_JSON_BYTES + 1)
+        except ModelFileError as exc:
+            module.warn("%s; the draft/target compatibility check skips it." % exc)
+            continue
         except (IOError, OSError):
-            continue  # not a local directory here (or not readable): the plan describes it from the catalog
+            continue  # not readable: the plan describes it from the catalog
         config, warning = host_info.model_config(path, text)
         if warning:
             module.warn(warning)
@@ -117,8 +149,37 @@ def _configs(module, paths):
     return configs
 
 
+def _unit(module, name):
+    """Every unit file named <name>.service in systemd's search path, and whether the role wrote it."""
+    if not name:
+        return host_info.unit(None, [], False)
+    found, seen, ours = [], set(), False
+    for directory in host_info.UNIT_DIRS:
+        path = os.path.join(directory, name + ".service")
+        real_dir = os.path.realpath(directory)
+        if real_dir in seen or not os.path.lexists(path):
+            continue  # /lib is /usr/lib on a merged-/usr system
+        seen.add(real_dir)
+        found.append(path)
+    etc = os.path.join(host_info.UNIT_DIRS[0], name + ".service")
+    if found == [etc]:
+        try:
+            # a regular file only (O_NOFOLLOW | O_NONBLOCK): a link or a FIFO is not the role's unit
+            fd = os.open(etc, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            try:
+                ours = stat.S_ISREG(os.fstat(fd).st_mode) and host_info.unit_written_by_collection(os.read(fd, 4096))
+            finally:
+                os.close(fd)
+        except OSError:
+            ours = False
+    return host_info.unit(name, found, ours)
+
+
 def run(module):
     params = module.params
+    if params["service_name"] is not None and not re.match(r"\A[A-Za-z0-9][A-Za-z0-9_.-]{0,63}\Z", params["service_name"]):
+        module.fail_json(msg="vllm_host_info: service_name %r is not a plain unit name (the role's input check "
+                             "input.service_name refuses it first)." % (params["service_name"],))
     user = params["user"]
     uid = _uid(user) if user else None
     marker = bool(params["account_marker"]) and os.path.exists(params["account_marker"])
@@ -129,7 +190,8 @@ def run(module):
         version = host_info.systemd_version(out) if rc == 0 else None
     module.exit_json(changed=False, account=host_info.account(user, uid, marker),
                      systemd={"booted": os.path.isdir(SD_BOOTED_DIR), "version": version},
-                     model_configs=_configs(module, params["models"]))
+                     model_configs=_configs(module, params["models"]),
+                     unit=_unit(module, params["service_name"]))
 
 
 def main():
@@ -138,6 +200,7 @@ def main():
             user=dict(type="str"),
             account_marker=dict(type="path"),
             models=dict(type="list", elements="str", default=[]),
+            service_name=dict(type="str"),
         ),
         supports_check_mode=True,
     )

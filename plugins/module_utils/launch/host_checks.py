@@ -4,7 +4,8 @@
 """Refusals of the host itself, after the input checks (stdlib only, Python 3.8+): pure, no I/O.
 
 What vllm_server's preflight read on the host (the service account and its marker, the board
-family against the inventory groups, whether systemd runs) decides whether the role may manage
+family against the inventory groups, whether systemd runs, a unit of the service's name the
+collection did not write) decides whether the role may manage
 it. One list, so one task refuses a host for every reason at once, each starting with its rule.
 """
 from __future__ import (absolute_import, division, print_function)
@@ -44,6 +45,20 @@ def check_systemd(host, booted):
             "(/run/systemd/system is missing). Fix: run the role on a host booted with systemd." % host]
 
 
+def check_unit(host, unit):
+    """A unit of the service's name that the collection did not write is never replaced (ssh.service, an
+    operator's own vllm.service): vllm_host_info's ``unit`` (its files in systemd's search path, the marker)."""
+    unit = unit or {}
+    if not unit.get("exists") or unit.get("written_by_collection"):
+        return []
+    name = unit.get("name")
+    return ["host.unit_not_ours: %s.service already exists on %s (%s) and was not written by jetson.specdec (no "
+            "'# jetson.specdec.vllm_server unit' line in /etc/systemd/system/%s.service): the role would replace or "
+            "override it. Fix: choose another vllm_server_service_name (the default vllm, or vllm-<model>); if it is "
+            "a vLLM unit you wrote by hand, stop and remove it first (systemctl disable --now %s; rm the file)."
+            % (name, host, ", ".join(unit.get("paths") or []), name, name)]
+
+
 def host_refusals(facts):
     """Every refusal of the host, from what preflight read (a dict; see the filter's documentation)."""
     facts = dict(facts or {})
@@ -56,4 +71,5 @@ def host_refusals(facts):
                              strict_bool("vllm_server_use_existing_user", facts.get("use_existing_user")))
     out += check_groups(host, list(facts.get("wrong_groups") or []), facts.get("family"), facts.get("model"))
     out += check_systemd(host, bool(facts.get("systemd_booted")))
+    out += check_unit(host, facts.get("unit"))
     return out

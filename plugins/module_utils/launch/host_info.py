@@ -46,3 +46,27 @@ def model_config(path, text):
     if not isinstance(data, dict):
         return None, "%s/config.json is not a JSON object: the draft/target compatibility check skips it." % path
     return data, None
+
+
+# The line the role's unit template writes (templates/vllm.service.j2). A unit file of the service's
+# name without it is not the collection's, and the role never replaces it (host.unit_not_ours).
+UNIT_MARKER = "# jetson.specdec.vllm_server unit"
+# Units written before the marker existed carry the template's description line instead.
+_LEGACY_UNIT_LINE = re.compile(r"^# Board family: [^\n]*; speculation: ", re.M)
+# Where systemd looks for <name>.service (systemd.unit(5), system manager): a file in any of them is
+# a unit of that name that /etc/systemd/system/<name>.service would replace or override.
+UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/usr/local/lib/systemd/system",
+             "/lib/systemd/system", "/usr/lib/systemd/system")
+
+
+def unit_written_by_collection(text):
+    """Whether a unit file's text (its first 4 KiB are enough) is one the role wrote."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    return any(line.startswith(UNIT_MARKER) for line in text.splitlines()) or bool(_LEGACY_UNIT_LINE.search(text))
+
+
+def unit(name, found, ours):
+    """The service's unit on the host: ``found`` the unit files of that name, ``ours`` whether the only one is
+    the role's own file under /etc/systemd/system (with its marker)."""
+    return {"name": name, "paths": list(found), "exists": bool(found), "written_by_collection": bool(found) and ours}

@@ -61,6 +61,13 @@ SYSTEM_TREES = ("/bin/", "/boot/", "/dev/", "/etc/", "/lib/", "/lib32/", "/lib64
                 "/sys/", "/usr/", "/tmp/", "/var/tmp/", "/var/run/", "/var/lock/")
 # ProtectHome=yes makes these invisible to the service.
 HOME_TREES = ("/home/", "/root/", "/run/user/")
+# Where a directory the role creates and gives to the service account may be: a tree of its own
+# (the state directory, /var/cache/vllm) or a data tree (/srv, /data, /ssd, /mnt: Jetson boards
+# keep models on an NVMe disk mounted there), never a system tree, so that a subdirectory of one
+# (/var/lib/dpkg/info, /var/lib/sudo/ts, /var/lib/docker, /var/spool/cron/crontabs) is not chowned.
+# On the host, jetson.specdec.safe_dir also refuses an existing directory the collection did not
+# create (and a link the account planted): this list is the first of two walls.
+DATA_ROOTS = ("/var/lib/vllm/", "/var/cache/vllm/", "/opt/vllm/", "/srv/", "/data/", "/ssd/", "/mnt/")
 
 # Groups that grant root or read every secret: kmem reads /dev/mem, staff writes /usr/local (first on root's
 # PATH on Debian), tty/crontab/sys and the container groups reach root by other doors.
@@ -84,6 +91,27 @@ ENV_NAMES_NOT_WITH_TOKEN = frozenset(("HF_ENDPOINT", "HF_HUB_ENDPOINT"))
 # Names every board resolves to loopback (a bind on them is not open); other names count as open, see bind_scope.
 LOOPBACK_NAMES = frozenset(("localhost", "localhost.localdomain", "localhost6", "localhost6.localdomain6",
                             "ip6-localhost", "ip6-loopback"))
+# Units of the system a service name must not take (the role writes /etc/systemd/system/<name>.service,
+# which replaces or overrides the distribution's unit of that name). Exact names, then name prefixes
+# for families of units. The host check (launch/host_checks.py: host.unit_not_ours) also refuses any
+# unit of that name that exists on the board and was not written by the collection.
+RESERVED_UNITS = frozenset((
+    "ssh", "sshd", "docker", "containerd", "getty", "dbus", "dbus-broker", "cron", "crond", "anacron", "atd",
+    "rsyslog", "syslog", "udev", "polkit", "polkitd", "sudo", "login", "user", "init", "emergency", "rescue",
+    "reboot", "poweroff", "halt", "kexec", "shutdown", "default", "basic", "sysinit", "multi-user", "graphical",
+    "local-fs", "remote-fs", "network", "networking", "networkd-dispatcher", "networkmanager", "modemmanager",
+    "wpa_supplicant", "avahi-daemon", "bluetooth", "chrony", "chronyd", "ntp", "ntpd", "ntpsec", "ufw", "nftables",
+    "iptables", "firewalld", "apparmor", "auditd", "snapd", "unattended-upgrades", "plymouth", "rc-local",
+    "ifupdown", "ifup", "kmod", "tmp", "swap", "console-setup", "keyboard-setup", "accounts-daemon", "gdm", "gdm3",
+    "lightdm", "display-manager", "upower", "udisks2", "packagekit", "whoopsie", "apport", "irqbalance",
+    "thermald", "power-profiles-daemon", "kubelet", "k3s", "podman", "nvpmodel", "nvfancontrol", "nvphs",
+    "nvargus-daemon", "nvzramconfig", "nvmemwarning", "nvstartup", "nvweston", "nvsm", "node_exporter",
+    "prometheus-node-exporter", "tailscaled", "zerotier-one", "jtop",
+))
+RESERVED_UNIT_PREFIXES = ("systemd-", "dbus-", "getty", "serial-getty", "container-getty", "console-", "network",
+                          "ssh", "docker", "containerd", "snap.", "snap-", "apt-", "dpkg", "user@", "user-runtime",
+                          "nvidia", "nv-", "nv_", "l4t", "jetson-specdec", "jetson_clocks", "initrd", "dev-", "sys-",
+                          "proc-", "run-", "boot-", "efi-")
 
 # --- vllm serve flags -----------------------------------------------------------------------
 # Flags the role sets from its own variables (long names, vLLM's spelling).
@@ -153,12 +181,28 @@ def _refusal(rule, message):
     return "input.%s: %s" % (rule, message)
 
 
-def check_service_name(name):
-    """Unit, env file and container name: one plain word (no '/', '..' or newline)."""
+def reserved_unit_name(name):
+    """The system service ``name``(.service) would replace or shadow, or None (compared without case)."""
+    lower = name.lower()
+    base = lower.split(".", 1)[0]
+    if lower in RESERVED_UNITS or base in RESERVED_UNITS:
+        return lower if lower in RESERVED_UNITS else base
+    return next((prefix for prefix in RESERVED_UNIT_PREFIXES if lower.startswith(prefix)), None)
+
+
+def check_service_name(name, var="vllm_server_service_name"):
+    """Unit, env file and container name: one plain word (no '/', '..' or newline), not a system service's."""
     if not isinstance(name, str) or not SERVICE_NAME_RE.match(name) or ".." in name or name.endswith(".service"):
-        return [_refusal("service_name", "vllm_server_service_name %r is not a plain unit name. Fix: 1-64 letters, "
+        return [_refusal("service_name", "%s %r is not a plain unit name. Fix: 1-64 letters, "
                          "digits and _ . - starting with a letter or digit, without '..' or '.service' (the role "
-                         "adds the suffix)." % (name,))]
+                         "adds the suffix)." % (var, name))]
+    reserved = reserved_unit_name(name)
+    if reserved:
+        return [_refusal("service_name_reserved", "%s %r is the name of a system service (%s): the role would write "
+                         "/etc/systemd/system/%s.service over it (ssh, docker, getty, systemd-*, ... would stop "
+                         "doing their job). Fix: keep the default vllm or another name of its own, such as "
+                         "vllm-qwen." % (var, name, reserved + ("*" if reserved in RESERVED_UNIT_PREFIXES else ""),
+                                         name))]
     return []
 
 
@@ -204,6 +248,12 @@ def check_data_path(var, path):
     if (path + "/").startswith(HOME_TREES):
         return [_refusal("path_home", "%s %r is under a home directory, which the unit hides (ProtectHome=yes). "
                          "Fix: a directory such as /var/lib/vllm/huggingface." % (var, path))]
+    if not path.startswith(DATA_ROOTS):
+        return [_refusal("path_root", "%s %r is not inside a directory tree the collection may give to the service "
+                         "account (the role chowns it; a subdirectory of a system directory such as /var/lib/docker "
+                         "or /var/spool/cron would be handed over). Fix: a directory below %s (for example "
+                         "/var/lib/vllm/huggingface or /data/huggingface); for another disk, mount it there or let "
+                         "root link it there (a root-made link is followed)." % (var, path, ", ".join(DATA_ROOTS)))]
     return []
 
 

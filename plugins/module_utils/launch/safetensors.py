@@ -15,6 +15,12 @@ Standard library only, Python 3.8+.
 - ``config.json``: the Hugging Face model config (shapes for the KV cache).
 - Hugging Face hub cache layout: ``<hf_home>/hub/models--owner--name/`` with
   ``refs/<branch>`` holding a commit and ``snapshots/<commit>/`` holding the files.
+
+The cache belongs to the service account and these readers run as root, so every file is
+opened through ``open_model_file``: a link is followed only when it stays inside the model's
+own directory (the HF cache's snapshot files are links to ``../../blobs/``), the open never
+blocks (``O_NONBLOCK``: a FIFO named ``model.safetensors`` cannot hang the task) and only a
+regular file is read (a FIFO, a device or a directory is refused with ``ModelFileError``).
 """
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -22,6 +28,7 @@ __metaclass__ = type
 import json
 import os
 import re
+import stat
 import struct
 
 # The safetensors reference implementation refuses headers above 100 MB; real
@@ -89,11 +96,45 @@ def parse_safetensors_header(header_bytes, data_size=None, source="safetensors h
     return total
 
 
+def model_root(path):
+    """The directory a model file's links may point into: the HF cache repo dir
+    (``.../models--owner--name``, whose ``snapshots/<commit>/`` files link to ``../../blobs/``), else
+    the file's own directory (a local model directory)."""
+    parts = os.path.normpath(path).split("/")
+    for index in range(len(parts) - 3, 0, -1):
+        if parts[index].startswith("models--") and parts[index + 1] in ("snapshots", "refs"):
+            return "/".join(parts[:index + 1])
+    return os.path.dirname(path)
+
+
+def open_model_file(path, root=None):
+    """(binary file object, size) of the regular file at ``path``; never blocks, never leaves ``root``.
+
+    Raises ModelFileError for a link that resolves outside ``root`` (``model_root(path)`` by default),
+    for anything but a regular file (FIFO, socket, device, directory) and for a file that cannot be opened.
+    """
+    root = model_root(path) if root is None else root
+    real, real_root = os.path.realpath(path), os.path.realpath(root)
+    if real != real_root and not real.startswith(real_root.rstrip("/") + "/"):
+        raise ModelFileError("%s: resolves to %s, outside the model's directory %s: not read (a link out of the "
+                             "cache is refused; it could make a root task read another file)" % (path, real, root))
+    try:
+        # O_NOFOLLOW on the resolved path: a link put there since realpath() is not followed either.
+        fd = os.open(real, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    except (IOError, OSError) as exc:
+        raise ModelFileError("%s: cannot read (%s)" % (path, exc))
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise ModelFileError("%s: is not a regular file (a FIFO, socket, device or directory): not read" % path)
+    return os.fdopen(fd, "rb"), st.st_size
+
+
 def safetensors_weight_bytes(path):
     """Sum of tensor byte spans of one .safetensors file, reading only its header."""
     try:
-        file_size = os.path.getsize(path)
-        with open(path, "rb") as handle:
+        handle, file_size = open_model_file(path)
+        with handle:
             prefix = handle.read(8)
             if len(prefix) != 8:
                 raise ModelFileError("%s: shorter than the 8-byte header length" % path)
@@ -114,10 +155,11 @@ def safetensors_weight_bytes(path):
 def read_json_file(path, what):
     """Load a small JSON file; raise ModelFileError when absent, too large or malformed."""
     try:
-        if os.path.getsize(path) > MAX_JSON_BYTES:
-            raise ModelFileError("%s: %s is larger than %d bytes" % (path, what, MAX_JSON_BYTES))
-        with open(path, "rb") as handle:
-            data = json.loads(handle.read().decode("utf-8"))
+        handle, size = open_model_file(path)
+        with handle:
+            if size > MAX_JSON_BYTES:
+                raise ModelFileError("%s: %s is larger than %d bytes" % (path, what, MAX_JSON_BYTES))
+            data = json.loads(handle.read(MAX_JSON_BYTES + 1).decode("utf-8"))
     except (IOError, OSError) as exc:
         raise ModelFileError("%s: cannot read %s (%s)" % (path, what, exc))
     except (UnicodeDecodeError, ValueError) as exc:
@@ -156,7 +198,9 @@ def weight_bytes_in_dir(model_dir):
     # never unpickle; the file size is a close upper bound of the tensor bytes.
     binary = os.path.join(model_dir, "pytorch_model.bin")
     if os.path.isfile(binary):
-        return os.path.getsize(binary), binary
+        handle, size = open_model_file(binary)
+        handle.close()
+        return size, binary
     raise ModelFileError("%s: no model.safetensors(.index.json), *.safetensors or pytorch_model.bin" % model_dir)
 
 
@@ -182,9 +226,10 @@ def hf_snapshot_dir(hf_home, repo_id, revision=None):
     if _REF_NAME_RE.match(rev):
         ref_file = os.path.join(repo_dir, "refs", rev)
         try:
-            with open(ref_file, "r") as handle:
-                commit = handle.read(64).strip()
-        except (IOError, OSError):
+            handle, dummy = open_model_file(ref_file, repo_dir)
+            with handle:
+                commit = handle.read(64).decode("ascii", "replace").strip()
+        except (IOError, OSError, ModelFileError):
             commit = None
         if commit and _COMMIT_RE.match(commit) and os.path.isdir(os.path.join(snapshots, commit)):
             return os.path.join(snapshots, commit)

@@ -67,3 +67,25 @@ def test_the_filter_refuses_what_is_not_a_dict():
         FilterModule().filters()["vllm_server_host_refusals"](["thor-01"])
     with pytest.raises(AnsibleFilterError, match="vllm_server_host_refusals"):
         FilterModule().filters()["vllm_server_host_refusals"](dict(GOOD, exists=True, uid="abc"))
+
+
+# Issue 34, medium 7 (host side): vllm_host_info's unit facts; a unit of the name the collection did not write.
+@pytest.mark.parametrize("unit", [
+    {"name": "ssh", "paths": ["/lib/systemd/system/ssh.service"], "exists": True, "written_by_collection": False},
+    {"name": "vllm", "paths": ["/etc/systemd/system/vllm.service"], "exists": True, "written_by_collection": False},
+    {"name": "vllm", "paths": ["/etc/systemd/system/vllm.service", "/usr/lib/systemd/system/vllm.service"],
+     "exists": True, "written_by_collection": False},
+    {"name": "llm", "paths": ["/run/systemd/system/llm.service"], "exists": True, "written_by_collection": False},
+])
+def test_a_unit_the_collection_did_not_write_is_refused(unit):
+    out = host_refusals(dict(GOOD, unit=unit))
+    assert [r.split(":", 1)[0] for r in out] == ["host.unit_not_ours"]
+    assert all(path in out[0] for path in unit["paths"]) and "vllm_server_service_name" in out[0]
+
+
+@pytest.mark.parametrize("unit", [
+    None, {}, {"name": "vllm", "paths": [], "exists": False, "written_by_collection": False},
+    {"name": "vllm", "paths": ["/etc/systemd/system/vllm.service"], "exists": True, "written_by_collection": True},
+])
+def test_no_unit_or_the_collections_own_unit_is_managed(unit):
+    assert host_refusals(dict(GOOD, unit=unit)) == []

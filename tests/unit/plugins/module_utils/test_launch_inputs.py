@@ -46,6 +46,27 @@ def test_service_name_is_checked_for_both_runtimes(name, runtime):
     assert out and out[0].startswith("input.service_name:")
 
 
+# Issue 34, medium 7: a service name that is a system service's would write /etc/systemd/system/<name>.service
+# over it. Several spellings per family (case, a suffix after a dot, family prefixes).
+@pytest.mark.parametrize("name", ["ssh", "sshd", "SSH", "Sshd", "ssh.socket", "docker", "docker.io", "containerd",
+                                  "getty", "getty-tty1", "serial-getty", "systemd-networkd", "systemd-journald",
+                                  "dbus", "dbus-broker", "NetworkManager", "networking", "network-online",
+                                  "cron", "rsyslog", "udev", "polkit", "multi-user", "default", "emergency",
+                                  "nvpmodel", "nvargus-daemon", "nvidia-persistenced", "snap.lxd.daemon",
+                                  "jetson-specdec-pull", "user-runtime-dir", "sys-kernel-debug", "kubelet"])
+@pytest.mark.parametrize("runtime", ["native", "container"])
+def test_a_system_service_name_is_reserved(name, runtime):
+    out = refusals(service_name=name, runtime=runtime)
+    assert [r.split(":", 1)[0] for r in out] == ["input.service_name_reserved"], out
+    assert "/etc/systemd/system/%s.service" % name in out[0]
+
+
+@pytest.mark.parametrize("name", ["vllm", "vllm-qwen", "vllm_8000", "VLLM", "vllm.qwen3", "llm-server", "specdec",
+                                  "sshvllm"[4:] + "-" + "ssh"])
+def test_a_service_name_of_its_own_is_accepted(name):
+    assert refusals(service_name=name) == []
+
+
 @pytest.mark.parametrize("over, rule", [
     (dict(user="root"), "input.account_root"),
     (dict(group="root"), "input.account_root"),
@@ -75,6 +96,32 @@ def test_accounts_and_groups(over, rule):
 ])
 def test_hf_home_must_be_a_safe_data_path(path, rule):
     assert any(r.startswith(rule + ":") for r in refusals(hf_home=path))
+
+
+# Issue 34, medium 6: a subdirectory of a system or another program's directory is refused in every spelling;
+# only directories below the data roots pass (the host's safe_dir then refuses one the collection did not create).
+@pytest.mark.parametrize("path, rule", [
+    ("/var/lib/dpkg/info", "input.path_root"), ("/var/lib/sudo/ts", "input.path_root"),
+    ("/var/lib/docker", "input.path_root"), ("/var/lib/docker/volumes/x", "input.path_root"),
+    ("/var/spool/cron/crontabs", "input.path_root"), ("/var/cache/apt/archives", "input.path_root"),
+    ("/var/log/vllm", "input.path_root"), ("/opt/nvidia/vllm", "input.path_root"), ("/var/lib/vllm", "input.path_root"),
+    ("/srv", "input.path_system"), ("/data", "input.path_system"), ("/mnt", "input.path_system"),
+    ("/var/lib/vllmx/hf", "input.path_root"), ("/var/lib/vllm.d/hf", "input.path_root"), ("/mntx/hf", "input.path_root"),
+    ("/Var/lib/vllm/hf", "input.path_root"), ("/VAR/LIB/VLLM/hf", "input.path_root"), ("/DATA/hf", "input.path_root"),
+    ("/var/lib/vllm/hf/", "input.path"), ("/var/lib//vllm/hf", "input.path"), ("/var/lib/vllm/./hf", "input.path"),
+    ("/var/lib/vllm/../dpkg/info", "input.path"), ("/var/lib/vllm/hf/..", "input.path"),
+    ("/var/lib/vllm/../../var/lib/docker", "input.path"), ("/data/../var/lib/docker", "input.path"),
+    ("/var/lib/vllm/hf\x00", "input.path"), ("/var/lib/vllm/hf\u2215..\u2215docker", "input.path"),
+])
+def test_hf_home_outside_the_data_roots_is_refused(path, rule):
+    got = refusals(hf_home=path)
+    assert [r.split(":", 1)[0] for r in got] == [rule], got
+
+
+@pytest.mark.parametrize("path", ["/var/lib/vllm/huggingface", "/var/lib/vllm/cache/hf", "/var/cache/vllm/hf",
+                                  "/opt/vllm/cache", "/srv/vllm/hf", "/data/huggingface", "/ssd/hf", "/mnt/nvme/hf"])
+def test_hf_home_below_a_data_root_is_accepted(path):
+    assert refusals(hf_home=path) == []
 
 
 @pytest.mark.parametrize("value", ["abc\nLD_PRELOAD=/tmp/x.so", "abc\rdef", "has space", '"quoted"', "it's",

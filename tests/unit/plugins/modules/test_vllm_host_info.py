@@ -3,6 +3,8 @@ import json
 import os
 from unittest import mock
 
+import pytest
+
 from ansible.module_utils import basic
 
 from ansible_collections.jetson.specdec.plugins.modules import vllm_host_info
@@ -69,3 +71,82 @@ def test_local_model_configs_are_read_and_a_broken_one_is_left_out(tmp_path):
     assert result["model_configs"][str(draft)]["num_hidden_layers"] == 1
     for bad in (broken, latin):
         assert any(os.path.join(str(bad), "config.json") in w for w in result["warnings"]), result["warnings"]
+
+
+# Issue 34, medium 7: the unit files of the service's name, and whether the collection wrote them.
+def _unit_dirs(tmp_path):
+    dirs = tuple(str(tmp_path / d) for d in ("etc", "run", "usr-local-lib", "lib", "usr-lib"))
+    for d in dirs:
+        os.makedirs(d)
+    return dirs
+
+
+def _unit_result(tmp_path, dirs, name="vllm"):
+    with mock.patch.object(vllm_host_info.host_info, "UNIT_DIRS", dirs):
+        result, dummy = _run(tmp_path, {"service_name": name})
+    return result["unit"]
+
+
+TEMPLATE = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "roles", "vllm_server", "templates",
+                        "vllm.service.j2")
+
+
+def test_the_role_template_carries_the_marker():
+    with open(TEMPLATE) as handle:
+        assert vllm_host_info.host_info.UNIT_MARKER in handle.read()
+
+
+@pytest.mark.parametrize("content, ours", [
+    ("# Ansible managed\n" + "# jetson.specdec.vllm_server unit: the role rewrites this file\n[Unit]\n", True),
+    ("# Ansible managed\n# Board family: thor; speculation: off\n[Unit]\n", True),  # written before the marker
+    ("[Unit]\nDescription=vLLM by hand\n[Service]\nExecStart=/opt/vllm/bin/vllm serve x\n", False),
+    ("[Unit]\nDescription=OpenBSD Secure Shell server\n", False),
+])
+def test_a_unit_under_etc_is_the_collections_only_with_its_marker(tmp_path, content, ours):
+    dirs = _unit_dirs(tmp_path)
+    with open(os.path.join(dirs[0], "vllm.service"), "w") as handle:
+        handle.write(content)
+    unit = _unit_result(tmp_path, dirs)
+    assert unit == {"name": "vllm", "paths": [os.path.join(dirs[0], "vllm.service")], "exists": True,
+                    "written_by_collection": ours}
+
+
+@pytest.mark.parametrize("where", ["lib", "usr-lib", "run", "etc-link", "etc-fifo", "etc-and-lib"])
+def test_a_unit_elsewhere_a_link_or_a_fifo_is_not_the_collections(tmp_path, where):
+    dirs = _unit_dirs(tmp_path)
+    marked = "# jetson.specdec.vllm_server unit\n[Unit]\n"
+    if where in ("lib", "usr-lib", "run"):
+        path = os.path.join(dirs[{"run": 1, "lib": 3, "usr-lib": 4}[where]], "ssh.service")
+        with open(path, "w") as handle:
+            handle.write(marked)  # even with the marker: the collection never writes there
+    elif where == "etc-link":
+        with open(os.path.join(dirs[3], "real.service"), "w") as handle:
+            handle.write(marked)
+        os.symlink(os.path.join(dirs[3], "real.service"), os.path.join(dirs[0], "ssh.service"))
+    elif where == "etc-fifo":
+        os.mkfifo(os.path.join(dirs[0], "ssh.service"))
+    else:
+        for d in (dirs[0], dirs[3]):
+            with open(os.path.join(d, "ssh.service"), "w") as handle:
+                handle.write(marked)
+    unit = _unit_result(tmp_path, dirs, name="ssh")
+    assert unit["exists"] is True and unit["written_by_collection"] is False
+
+
+def test_no_unit_of_the_name(tmp_path):
+    assert _unit_result(tmp_path, _unit_dirs(tmp_path)) == {"name": "vllm", "paths": [], "exists": False,
+                                                            "written_by_collection": False}
+
+
+@pytest.mark.parametrize("kind", ["fifo", "link_out"])
+def test_a_config_json_fifo_or_link_out_is_skipped_with_a_warning(tmp_path, kind):
+    model = tmp_path / "model"
+    model.mkdir()
+    if kind == "fifo":
+        os.mkfifo(str(model / "config.json"))
+    else:
+        (tmp_path / "secret.json").write_text(json.dumps({"model_type": "llama"}))
+        os.symlink(str(tmp_path / "secret.json"), str(model / "config.json"))
+    result, dummy = _run(tmp_path, {"models": [str(model)]})
+    assert result["model_configs"] == {}
+    assert any("not a regular file" in w or "outside the model's directory" in w for w in result["warnings"])
