@@ -15,7 +15,7 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import next_rung
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import apply_kept_utilization, next_rung
 from ansible_collections.jetson.specdec.plugins.module_utils.record.wave import WaveError, wave
 
 # What the benchmark module returns that the record keeps (the rest is Ansible's bookkeeping).
@@ -254,6 +254,9 @@ def ladder(record, rungs):
     index = failed[-1].get("next_rung", failed[-1].get("rung", -1) + 1) if failed else 0
     tried = rungs[:-1]
     rung = next((r for r in tried if r.get("rung") == index), None)
+    if rung is not None and failed and failed[-1].get("next_utilization"):
+        # a KV-cache shortfall: the smaller speculation at the utilization that failed, not a lower one
+        rung = apply_kept_utilization(rung, failed[-1]["next_utilization"])
     return {"next": index, "rung": rung, "exhausted": rung is None}
 
 
@@ -273,8 +276,10 @@ def add_attempt(record, rung, started, cause=None, message=None, rungs=None, hea
                        summary="Rung %s (%s) failed: %s." % (rung.get("rung"), label, cause or "unknown"),
                        message=str(message or "")[:1500])
         if rungs:
-            step = next_rung(rungs, rung.get("rung"), cause or "unknown", message, headroom)
+            step = next_rung(rungs, rung, cause or "unknown", message, headroom)
             attempt.update(next_rung=step["rung"], next=step["why"])
+            if step.get("utilization"):
+                attempt["next_utilization"] = step["utilization"]
     out["attempts"] = list(out.get("attempts") or []) + [attempt]
     return out
 

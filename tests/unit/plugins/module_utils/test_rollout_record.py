@@ -110,6 +110,22 @@ def test_ladder_starts_at_the_planned_rung_and_walks_down_on_out_of_memory():
     assert rec.ladder(record, RUNGS)["rung"] == RUNGS[1]
 
 
+def test_a_kv_cache_shortfall_runs_the_smaller_speculation_at_the_utilization_that_failed():
+    rungs = [dict(r) for r in RUNGS]
+    for rung, util in zip(rungs[:3], (0.70, 0.65, 0.65)):
+        rung.update(gpu_memory_utilization=util, vllm_server_speculative_utilization_drop=round(0.75 - util, 2))
+    kv = "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`"
+    record = rec.add_attempt(rec.new_record("h", "run", JETSON), rungs[0], False, "kv_cache_shortfall", kv, rungs=rungs)
+    assert record["attempts"][-1]["next_rung"] == 2
+    state = rec.ladder(record, rungs)
+    assert state["rung"]["label"] == "ngram at utilization 0.70" and state["rung"]["gpu_memory_utilization"] == 0.70
+    assert state["rung"]["vllm_server_speculative_utilization_drop"] == 0.05
+    # it fails the same way: off (the last speculative rung), with the hand-off
+    record = rec.add_attempt(record, state["rung"], False, "kv_cache_shortfall", kv, rungs=rungs)
+    assert rec.ladder(record, rungs)["exhausted"]
+    assert "ngram at utilization 0.70 did not fit" in record["attempts"][-1]["next"]
+
+
 def test_rejected_config_ends_the_ladder_at_once():
     record = rec.add_attempt(rec.new_record("h", "run", JETSON), RUNGS[0], False, "rejected_speculative_config",
                              "error: unrecognized speculative config", rungs=RUNGS)
