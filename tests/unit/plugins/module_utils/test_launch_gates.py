@@ -239,3 +239,63 @@ def test_compat_helpers():
     assert tokenizer_family("qwen2_moe") == tokenizer_family("qwen3") == "qwen"
     assert draft_mismatch(TARGET, DRAFT, CATALOG) == (None, True)
     assert draft_mismatch(TARGET, "acme/x", CATALOG) == (None, False)
+
+
+# --- issue 33 item 2: the tag says nothing, the image does ----------------------------------------
+
+ORIN_DIGEST = "ghcr.io/nvidia-ai-iot/vllm@sha256:" + "4f" * 32
+R36_LABELS = [{"l4t": "r36.4.0"}, {"com.nvidia.l4t.version": "36.4.3"}, {"L4T_VERSION": "R36.4"}]
+
+
+@pytest.mark.parametrize("image", [ORIN_DIGEST, "ghcr.io/nvidia-ai-iot/vllm:latest", "dustynv/vllm@sha256:" + "0a" * 32,
+                                   "ghcr.io/nvidia-ai-iot/vllm:latest@sha256:" + "4f" * 32])
+@pytest.mark.parametrize("labels", R36_LABELS)
+def test_an_orin_image_whose_tag_says_nothing_never_runs_on_thor(image, labels):
+    facts = {"present": True, "labels": labels, "vllm_version": "0.20.1"}
+    for speculation in (True, False):
+        plan = plan_launch(inputs(runtime="container", image=image, image_facts=facts, speculation=speculation))
+        assert "runtime.orin_image_on_thor" in rules(plan), plan["refusals"]
+        assert "its labels" in message(plan, "runtime.orin_image_on_thor")
+    assert is_orin_image(image, facts) and not is_orin_image(image)
+
+
+def test_a_jetson_image_on_thor_whose_build_cannot_be_read_is_refused_not_guessed():
+    # not on the host: no labels, no version; the digest cannot be told from the Orin build
+    plan = plan_launch(inputs(runtime="container", image=ORIN_DIGEST, image_facts={"present": False}))
+    assert "runtime.image_l4t_unknown" in rules(plan) and "runtime.orin_image_on_thor" not in rules(plan)
+    assert "pull the pinned image" in message(plan, "runtime.image_l4t_unknown")
+    # a Thor build says so: its labels or its tag
+    thor = {"present": True, "labels": {"l4t": "r38.2.0"}, "vllm_version": "0.20.1"}
+    assert rules(plan_launch(inputs(runtime="container", image=ORIN_DIGEST, image_facts=thor))) == []
+    assert rules(plan_launch(inputs(runtime="container", image="ghcr.io/nvidia-ai-iot/vllm:latest-jetson-thor",
+                                    vllm_version="0.20.1"))) == []
+    # upstream images are not Jetson builds: unchanged
+    assert rules(plan_launch(inputs(runtime="container", image="vllm/vllm-openai@sha256:" + "1b" * 32,
+                                    image_facts={"present": True, "labels": {}, "vllm_version": "0.21.0"}))) == []
+
+
+@pytest.mark.parametrize("image,facts", [
+    (ORIN_R36, None),
+    ("dustynv/vllm:0.10.2-r36.4-cu128-24.04", None),
+    (ORIN_DIGEST, {"present": True, "labels": {"l4t": "r36.4.0"}, "vllm_version": "0.20.1"}),
+    ("ghcr.io/nvidia-ai-iot/vllm:latest", {"present": True, "labels": {"l4t": "r36.4.0"}, "vllm_version": "0.20.1"}),
+])
+@pytest.mark.parametrize("family", ["agx_orin", "orin_nx"])
+def test_an_r36_jetson_image_is_refused_on_an_r39_orin(image, facts, family):
+    plan = plan_launch(inputs(family=family, l4t_major=39, l4t_minor=2, runtime="container", image=image,
+                              image_facts=facts, vllm_version="0.20.1", force=True))
+    assert "runtime.image_l4t_mismatch" in rules(plan), plan["refusals"]
+    text = message(plan, "runtime.image_l4t_mismatch")
+    assert "r36.4" in text and "r39" in text and "vllm/vllm-openai" in text
+
+
+def test_an_r39_orin_runs_an_r39_jetson_image_or_upstream():
+    r39 = "ghcr.io/nvidia-ai-iot/vllm:r39.2-tegra-aarch64-cu130-24.04"
+    assert "runtime.image_l4t_mismatch" not in rules(plan_launch(inputs(
+        family="agx_orin", l4t_major=39, l4t_minor=2, runtime="container", image=r39, vllm_version="0.20.1")))
+    assert rules(plan_launch(inputs(family="agx_orin", l4t_major=39, l4t_minor=2, runtime="container",
+                                    image="vllm/vllm-openai:v0.20.1"))) == []
+    # the digest of an r39 build, read from its labels
+    facts = {"present": True, "labels": {"l4t": "r39.2"}, "vllm_version": "0.20.1"}
+    assert rules(plan_launch(inputs(family="agx_orin", l4t_major=39, l4t_minor=2, runtime="container",
+                                    image=ORIN_DIGEST, image_facts=facts))) == []
