@@ -32,7 +32,8 @@ __metaclass__ = type
 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import select_speculation
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.compat import draft_mismatch
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.gates import check_runtime
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.gates import check_runtime, serving_version
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_fields import settable_fields
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
     ACCEPTANCE_FOR_HIGHER_K, K_RANGE, MAX_SPECULATIVE_CONCURRENCY, PLAN_METHODS, SKILL_LOW_CONCURRENCY, SMALL_ORIN_FAMILIES,
     SPECULATION_FAMILIES, UTILIZATION_DROP, UTILIZATION_MAX, UTILIZATION_MIN, speculative_utilization, start_k,
@@ -70,7 +71,8 @@ def _check_family(inp, refusals, method):
 
 
 def _check_extra(inp, refusals):
-    """vllm_server_speculative_extra may add vLLM keys, never the ones the role decides."""
+    """vllm_server_speculative_extra may add the serving vLLM's SpeculativeConfig keys, never the ones the role
+    decides (launch/spec_fields.py: one table per vLLM version, read from vLLM's source)."""
     extra = inp.get("spec_extra") or {}
     owned = sorted(key for key in extra if key in ROLE_OWNED_SPEC_KEYS) if isinstance(extra, dict) else []
     if owned:
@@ -79,7 +81,20 @@ def _check_extra(inp, refusals):
                 "(an extra 'model' would launch a head nobody published). Fix: use vllm_server_speculative_method, "
                 "vllm_server_speculative_model, vllm_server_num_speculative_tokens or "
                 "vllm_server_draft_tensor_parallel_size instead." % ", ".join(owned))
-    return not owned
+        return False
+    if not isinstance(extra, dict):
+        return True
+    version, source = serving_version(inp, [])
+    fields, label = settable_fields(version)
+    unknown = sorted(str(key) for key in extra if key not in fields)
+    if unknown:
+        _refuse(refusals, "config.speculative_extra_unknown_key",
+                "vllm_server_speculative_extra sets %s, which %s's SpeculativeConfig (vLLM %s, from %s) does not "
+                "accept from a launch; vLLM would refuse the start. Fix: remove the key, or use one of %s."
+                % (", ".join(unknown), label, ".".join(str(p) for p in version) if version else "unknown", source,
+                   ", ".join(sorted(fields - set(ROLE_OWNED_SPEC_KEYS)))))
+        return False
+    return True
 
 
 def _check_draft(inp, refusals, warnings, draft):

@@ -34,8 +34,9 @@ _CAUSES = (
                        # PyTorch's caching allocator when NVML cannot answer on an exhausted Jetson
                        # ("NVML_SUCCESS == r INTERNAL ASSERT FAILED at .../CUDACachingAllocator.cpp").
                        r"NVML_SUCCESS == r INTERNAL ASSERT FAILED",
-                       # vLLM's memory profiler when another process's weights leave the engine no room.
+                       # vLLM 0.32 (v1/worker/utils.py request_memory) with weights held by another process.
                        r"budget after excluding external process",
+                       r"Externally held weights on device .* exceed the desired GPU memory utilization",
                        r"Out of memory: Killed process", r"oom-kill", r"status=9/KILL")),
     ("model_not_found", (r"Invalid repository ID or local directory", r"Repository Not Found",
                          r"does not appear to have a file named", r"is not a local folder and is not a valid model",

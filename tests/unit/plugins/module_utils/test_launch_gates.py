@@ -299,3 +299,70 @@ def test_an_r39_orin_runs_an_r39_jetson_image_or_upstream():
     facts = {"present": True, "labels": {"l4t": "r39.2"}, "vllm_version": "0.20.1"}
     assert rules(plan_launch(inputs(family="agx_orin", l4t_major=39, l4t_minor=2, runtime="container",
                                     image=ORIN_DIGEST, image_facts=facts))) == []
+
+
+# --- issue 33 item 7: vllm_server_speculative_extra takes vLLM's own keys -------------------------
+
+@pytest.mark.parametrize("extra,version", [
+    ({"disable_padded_drafter_batch": True}, "0.20.1"),
+    ({"disable_padded_drafter_batch": True}, "0.32.0"),
+    ({"use_heterogeneous_vocab": True}, "0.32.0"),
+    ({"draft_sample_method": "greedy", "rejection_sample_method": "standard"}, "0.32.1"),
+    ({"suffix_decoding_max_tree_depth": 16, "parallel_drafting": False}, "0.21.0"),
+    ({"disable_by_batch_size": 4}, "0.20.1"),
+])
+def test_speculative_extra_accepts_the_serving_vllms_fields(extra, version):
+    plan = plan_launch(inputs(spec_extra=extra, installed_vllm_version=version))
+    assert rules(plan) == [], plan["refusals"]
+    for key, value in extra.items():
+        assert plan["speculative_config"][key] == value
+    assert plan["speculative_config"]["model"] == HEAD
+
+
+def test_the_rendered_command_line_carries_the_extra_keys():
+    from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import render_spec_config_json
+    plan = plan_launch(inputs(spec_extra={"use_heterogeneous_vocab": True}, installed_vllm_version="0.32.0"))
+    text = render_spec_config_json(plan["speculative_config"])
+    assert '"use_heterogeneous_vocab":true' in text and text.startswith('{"method":"eagle3"')
+
+
+@pytest.mark.parametrize("extra,version,named", [
+    ({"use_heterogeneous_vocab": True}, "0.20.1", "before 0.32"),     # 0.32's field on 0.20
+    ({"disable_by_batch_size": 4}, "0.32.0", "vLLM 0.32"),             # removed before 0.32 (PR #35060)
+    ({"disable_padded_drafter_batchh": True}, "0.32.0", "vLLM 0.32"),  # a typo
+    ({"speculative_model": "x/y"}, "0.20.1", "before 0.32"),           # the old separate flag's name
+    ({"target_model_config": "x"}, "0.32.0", "vLLM 0.32"),             # the engine fills it
+])
+def test_speculative_extra_refuses_keys_the_serving_vllm_does_not_have(extra, version, named):
+    plan = plan_launch(inputs(spec_extra=extra, installed_vllm_version=version))
+    assert rules(plan) == ["config.speculative_extra_unknown_key"], plan["refusals"]
+    text = message(plan, "config.speculative_extra_unknown_key")
+    assert list(extra)[0] in text and named in text and "Fix:" in text
+    assert "explicit extra mapping" not in text and plan["speculative_config"] is None
+
+
+def test_speculative_extra_with_an_unknown_version_takes_any_known_field():
+    plan = plan_launch(inputs(spec_extra={"use_heterogeneous_vocab": True}, installed_vllm_version=None,
+                              vllm_version="", force=True, speculation=True))
+    assert "config.speculative_extra_unknown_key" not in rules(plan)
+
+
+def test_the_field_tables_are_vllms_own():
+    """The 0.32 table is the class vLLM 0.32 really has, where the real lane's venv is on this machine."""
+    import ast
+    import glob
+    from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_fields import (
+        ENGINE_FIELDS, SPECULATIVE_CONFIG_TABLES, settable_fields, speculative_fields)
+    assert speculative_fields((0, 32, 0))[1] == speculative_fields((0, 40, 1))[1] == "vLLM 0.32"
+    assert speculative_fields((0, 20, 1))[1] == "vLLM before 0.32"
+    assert not ENGINE_FIELDS & settable_fields((0, 32, 0))[0]
+    import os
+    sources = glob.glob(os.path.expanduser("~/.cache/jetson-specdec/vllm-lane-*/lib/python3*/site-packages/"
+                                           "vllm/config/speculative.py"))
+    if not sources:
+        pytest.skip("no real-lane venv with vLLM 0.32 on this machine")
+    with open(sources[0]) as handle:
+        tree = ast.parse(handle.read())
+    cls = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "SpeculativeConfig"][0]
+    fields = set(n.target.id for n in cls.body if isinstance(n, ast.AnnAssign))
+    assert fields == set(SPECULATIVE_CONFIG_TABLES[0][2])

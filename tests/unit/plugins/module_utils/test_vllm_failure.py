@@ -147,7 +147,14 @@ def test_a_rung_the_prefetch_could_not_fetch_is_a_model_not_found(text):
     "Segmentation fault (core dumped)",
     "RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at \"../c10/cuda/CUDACachingAllocator.cpp\":1154, please "
     "report a bug to PyTorch.",
-    "ValueError: the requested KV cache memory exceeds the engine's budget after excluding external process's weights",
+    # vLLM 0.32 (vllm/v1/worker/utils.py request_memory), verbatim with its numbers filled in
+    "ValueError: Free memory on device cuda:0 (10.21/61.37 GiB) on startup is less than the engine's budget after "
+    "excluding external process's weights (0.7, 38.4 GiB). Decrease GPU memory utilization or reduce GPU memory "
+    "used by other processes.",
+    "ValueError: Externally held weights on device cuda:0 (45.0/61.37 GiB) exceed the desired GPU memory utilization "
+    "(0.7, 42.96 GiB). Increase GPU memory utilization or reduce GPU memory used by other processes.",
+    "ValueError: Free memory on device cuda:0 (5.84/7.44 GiB) on startup is less than desired GPU memory utilization "
+    "(0.9, 6.7 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
 ])
 def test_jetson_and_cuda_memory_failures_are_out_of_memory(line):
     journal = ARGS_LINE + "\n" + line
@@ -180,7 +187,20 @@ KV_V0 = ("ValueError: The model's max seq len (8192) is larger than the maximum 
          "the engine.")
 
 
-@pytest.mark.parametrize("line", [KV_NO_BLOCKS, KV_ONE_REQUEST, KV_V0])
+# vLLM 0.32 (the real lane's vllm/v1/core/kv_cache_utils.py), verbatim: it names the CPU backend too.
+KV_NO_BLOCKS_032 = ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+                    "when initializing the engine (this flag also controls CPU memory reservation on the CPU backend, "
+                    "despite its name). See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more "
+                    "details.")
+KV_ONE_REQUEST_032 = ("ValueError: To serve at least one request with the model's max seq len (8192), (1.0 GiB KV "
+                      "cache is needed, which is larger than the available KV cache memory (0.62 GiB). Based on the "
+                      "available memory, the estimated maximum model length is 5072. Try increasing "
+                      "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or decreasing "
+                      "`max_model_len` when initializing the engine. See "
+                      "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
+
+
+@pytest.mark.parametrize("line", [KV_NO_BLOCKS, KV_ONE_REQUEST, KV_V0, KV_NO_BLOCKS_032, KV_ONE_REQUEST_032])
 def test_a_kv_cache_shortfall_is_its_own_cause(line):
     journal = "\n".join([ARGS_LINE, "(EngineCore_DP0 pid=1) ERROR 12-01 10:02:11 [core.py:708] " + line])
     evidence = failure_evidence(journal)
