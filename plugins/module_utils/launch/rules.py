@@ -203,7 +203,13 @@ def _check_k(inp, refusals, warnings):
     if k <= start:
         return k
     acceptance = inp.get("measured_acceptance")
-    measured = isinstance(acceptance, (int, float)) and not isinstance(acceptance, bool)
+    if isinstance(acceptance, str):  # a templated variable: "0.72", or "" / "None" for none
+        try:
+            acceptance = float(acceptance)
+        except ValueError:
+            acceptance = None
+    measured = (isinstance(acceptance, (int, float)) and not isinstance(acceptance, bool)
+                and 0.0 <= acceptance <= 1.0)
     if measured and acceptance > ACCEPTANCE_FOR_HIGHER_K:
         warnings.append("num_speculative_tokens %d is above the %s start %d; allowed by the measured acceptance "
                         "rate %.2f (> %s)." % (k, family, start, acceptance, ACCEPTANCE_FOR_HIGHER_K))

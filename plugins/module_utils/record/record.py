@@ -14,6 +14,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import copy
+import json
 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import apply_kept_utilization, next_rung
 from ansible_collections.jetson.specdec.plugins.module_utils.record.wave import WaveError, wave
@@ -522,3 +523,24 @@ def with_missing(records, expected_hosts):
     records = [normalize(r) for r in records or []]
     seen = set(r.get("host") for r in records)
     return records + [no_record(h) for h in expected_hosts or [] if h not in seen]
+
+
+def stored_acceptance(state_text):
+    """The draft acceptance rate the host's last verdict measured, from its state file's text; None when there is none.
+
+    The launch plan allows a k above the family's start only on a measured rate above 0.6 (the skill); the
+    verdict advises raising k on that same measurement, so the rollout passes it to the plan
+    (vllm_server_measured_acceptance). A missing, unreadable or corrupt state file has none.
+    """
+    if not isinstance(state_text, str) or not state_text.strip():
+        return None
+    try:
+        state = json.loads(state_text)
+    except ValueError:
+        return None
+    verdict = state.get("verdict") if isinstance(state, dict) else None
+    metrics = verdict.get("metrics") if isinstance(verdict, dict) else None
+    rate = metrics.get("acceptance_rate") if isinstance(metrics, dict) else None
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:
+        return None
+    return float(rate)

@@ -366,3 +366,34 @@ def test_the_field_tables_are_vllms_own():
     cls = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "SpeculativeConfig"][0]
     fields = set(n.target.id for n in cls.body if isinstance(n, ast.AnnAssign))
     assert fields == set(SPECULATIVE_CONFIG_TABLES[0][2])
+
+
+# --- issue 33 item 4: the advice to raise k is one the rules accept ---------------------------------
+
+@pytest.mark.parametrize("acceptance", [0.72, "0.72", 0.61])
+def test_a_measured_acceptance_above_0_6_allows_raising_agx_orin_from_3_to_4(acceptance):
+    plan = plan_launch(inputs(family="agx_orin", l4t_major=39, k=4, measured_acceptance=acceptance))
+    assert "config.k_above_start" not in rules(plan), plan["refusals"]
+    assert plan["speculative_config"]["num_speculative_tokens"] == 4
+
+
+@pytest.mark.parametrize("acceptance", [None, "", "None", 0.55, 0.6, "1.5", True])
+def test_without_a_measured_acceptance_above_0_6_raising_k_is_refused(acceptance):
+    plan = plan_launch(inputs(family="agx_orin", l4t_major=39, k=4, measured_acceptance=acceptance))
+    assert rules(plan) == ["config.k_above_start"]
+
+
+def test_the_rollout_passes_the_last_verdicts_acceptance_to_every_plan():
+    import os
+    import yaml
+    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+    with open(os.path.join(repo, "roles", "vllm_server", "vars", "main.yml")) as handle:
+        launch_input = yaml.safe_load(handle)["__vllm_server_launch_input"]["plan"]
+    assert launch_input["measured_acceptance"] == "{{ vllm_server_measured_acceptance }}"
+    for rel in ("check.yml", "arm.yml", "main.yml"):
+        with open(os.path.join(repo, "roles", "rollout", "tasks", rel)) as handle:
+            text = handle.read()
+        assert "vllm_server_measured_acceptance: \"{{ rollout_measured_acceptance" in text, rel
+    with open(os.path.join(repo, "roles", "rollout", "tasks", "check.yml")) as handle:
+        text = handle.read()
+    assert text.index("rollout_stored_acceptance") < text.index("tasks_from: preflight.yml")

@@ -375,3 +375,24 @@ def test_each_round_says_whether_the_server_it_measured_was_speculating():
               {"phase": "candidate", "result": dict(bench(20, 50), spec_decode=None)}]
     assert [(r["arm"], r["speculating"]) for r in rec.round_summary(rounds)] == [
         ("baseline", False), ("candidate", True), ("candidate", False)]
+
+
+@pytest.mark.parametrize("text,rate", [
+    ('{"verdict": {"decision": "keep", "metrics": {"acceptance_rate": 0.72}}}', 0.72),
+    ('{"verdict": {"metrics": {"acceptance_rate": 1}}}', 1.0),
+    ('{"verdict": {"metrics": {"acceptance_rate": null}}}', None),
+    ('{"verdict": {"metrics": {"acceptance_rate": true}}}', None),
+    ('{"verdict": {"metrics": {"acceptance_rate": 1.7}}}', None),
+    ('{"verdict": {"decision": "refused", "reasons": []}}', None),
+    ('{"verdict": null}', None), ('[]', None), ('{"verdict": {"metr', None), ("", None), (None, None),
+])
+def test_the_stored_acceptance_is_the_last_verdicts_or_none(text, rate):
+    assert rec.stored_acceptance(text) == rate
+
+
+def test_the_stored_acceptance_filter_reads_slurps_base64():
+    import base64
+    stored = FilterModule().filters()["rollout_stored_acceptance"]
+    content = base64.b64encode(b'{"verdict": {"metrics": {"acceptance_rate": 0.66}}}').decode()
+    assert stored(content) == 0.66
+    assert stored(None) is None and stored("") is None and stored("!!not base64!!") is None
