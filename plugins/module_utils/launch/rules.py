@@ -162,12 +162,21 @@ def _choose(inp, refusals, warnings):
         except ValueError as exc:
             _refuse(refusals, "catalog.invalid", "%s" % exc)
             return None, "invalid catalog"
+        # Outside Thor and AGX Orin only a draft can run (EAGLE-3 is refused by the family rule, force or
+        # not): the catalog's heads are not asked, so nothing here may say the target has none.
+        draft_only = family not in SPECULATION_FAMILIES
         if not selection.get("method"):
-            _refuse(refusals, "catalog.no_speculator", "No speculator for %s: %s. Fix: add a published head or a "
-                    "same-family draft to vllm_server_model_catalog, or keep speculation off."
-                    % (inp.get("model"), selection.get("reason")))
+            _refuse(refusals, "catalog.no_speculator", "No speculator for %s: %s. Fix: %s to "
+                    "vllm_server_model_catalog, or keep speculation off."
+                    % (inp.get("model"), selection.get("reason"),
+                       "add a same-family draft (a forced %s runs a draft, never an EAGLE-3 head)" % family
+                       if draft_only else "add a published head or a same-family draft"))
             return None, selection.get("reason")
         if method == "eagle3" and selection["method"] != "eagle3":
+            if draft_only:
+                # family.* already refused EAGLE-3 on this board and says why; a second refusal about the
+                # catalog would be false (the head may well be published).
+                return None, "EAGLE-3 is not run on %s" % family
             _refuse(refusals, "catalog.no_published_head",
                     "vllm_server_speculative_method is eagle3 but %s has no published EAGLE-3 head in the catalog. "
                     "Fix: use method auto or draft_model (catalogued same-family draft)." % inp.get("model"))
@@ -247,8 +256,11 @@ def _plan(inp):
         base_util = None
     elif not UTILIZATION_MIN <= base_util <= ceiling:
         _refuse(refusals, "config.gpu_memory_utilization",
-                "vllm_server_gpu_memory_utilization %.2f is outside %.2f..%.2f (this board's ceiling keeps ~2 GiB "
-                "outside vLLM). Fix: choose a value in that range." % (base_util, UTILIZATION_MIN, ceiling))
+                "vllm_server_gpu_memory_utilization %.2f is outside %.2f..%.2f (the ceiling leaves %d%% of the "
+                "board's memory outside vLLM: %.1f GiB on an 8 GB Orin Nano, %.1f GiB on a 64 GB AGX Orin; the ~2 GiB "
+                "the rules keep free is checked against MemAvailable by the headroom check). Fix: choose a value in "
+                "that range." % (base_util, UTILIZATION_MIN, ceiling, round((1 - ceiling) * 100), (1 - ceiling) * 7.4,
+                                 (1 - ceiling) * 61.4))
     if not speculation:
         check_runtime(inp, refusals, warnings, False)
     result = {"speculation": speculation, "speculative_config": None, "gpu_memory_utilization": base_util,

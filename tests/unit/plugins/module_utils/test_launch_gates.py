@@ -397,3 +397,35 @@ def test_the_rollout_passes_the_last_verdicts_acceptance_to_every_plan():
     with open(os.path.join(repo, "roles", "rollout", "tasks", "check.yml")) as handle:
         text = handle.read()
     assert text.index("rollout_stored_acceptance") < text.index("tasks_from: preflight.yml")
+
+
+# --- issue 33 item 9: no false second refusal on a forced small Orin; the ceiling's message --------
+
+@pytest.mark.parametrize("family", ["orin_nx", "orin_nano"])
+@pytest.mark.parametrize("l4t_major", [36, 39])
+def test_a_forced_small_orin_asked_for_eagle3_is_refused_once_for_the_board_not_the_catalog(family, l4t_major):
+    plan = plan_launch(inputs(family=family, l4t_major=l4t_major, force=True, method="eagle3"))
+    assert "family.no_eagle3_on_small_orin" in rules(plan)
+    assert "catalog.no_published_head" not in rules(plan)  # the catalog has the head (CATALOG[TARGET])
+    assert "no published EAGLE-3 head" not in plan["refusal_text"]
+    # on AGX Orin without a head the catalog refusal is still the right one
+    no_head = {TARGET: dict(CATALOG[TARGET], eagle3_heads=[])}
+    assert "catalog.no_published_head" in rules(plan_launch(inputs(family="agx_orin", method="eagle3", catalog=no_head)))
+
+
+def test_a_forced_small_orin_without_a_draft_is_told_to_add_a_draft_not_a_head():
+    no_draft = {TARGET: dict(CATALOG[TARGET], draft_models=[])}
+    plan = plan_launch(inputs(family="orin_nx", l4t_major=39, force=True, catalog=no_draft))
+    assert rules(plan) == ["catalog.no_speculator"]
+    text = message(plan, "catalog.no_speculator")
+    assert "add a same-family draft" in text and "published head" not in text
+    assert "published head" in message(plan_launch(inputs(family="agx_orin", catalog={TARGET: dict(
+        CATALOG[TARGET], draft_models=[], eagle3_heads=[])})), "catalog.no_speculator")
+
+
+@pytest.mark.parametrize("util", [0.96, 0.2])
+def test_the_utilization_ceiling_message_does_not_claim_2_gib_on_every_board(util):
+    plan = plan_launch(inputs(gpu_memory_utilization=util, gpu_memory_utilization_max=0.90))
+    text = message(plan, "config.gpu_memory_utilization")
+    assert "keeps ~2 GiB" not in text
+    assert "10% of the board's memory" in text and "0.7 GiB on an 8 GB Orin Nano" in text and "6.1 GiB" in text
