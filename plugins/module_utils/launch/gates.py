@@ -229,11 +229,11 @@ def check_runtime(inp, refusals, warnings, speculation, method=None):
     image = inp.get("image") if inp.get("runtime") == "container" else None
     image_facts = inp.get("image_facts")
     if family == "thor" and image and is_orin_image(image, image_facts):
-        how = ("its tag says" if "orin" in split_image(image)[1].lower() or image_l4t(image) else
-               "its labels say so: %s" % ", ".join("%s=%s" % item for item in sorted(
+        how = ("its tag says it is built for Orin" if "orin" in split_image(image)[1].lower() or image_l4t(image) else
+               "its labels say it is built for Orin: %s" % ", ".join("%s=%s" % item for item in sorted(
                    ((image_facts or {}).get("labels") or {}).items()) if "l4t" in str(item[0]).lower()))
         _refuse(refusals, "runtime.orin_image_on_thor",
-                "The NVIDIA-AI-IOT Orin image %s must never run on Thor (it is built for Orin, %s). Fix: use "
+                "The NVIDIA-AI-IOT Orin image %s must never run on Thor (%s). Fix: use "
                 "upstream vLLM >= 0.20 (vllm/vllm-openai) or a validated native vLLM >= 0.20 on Thor." % (image, how))
     _check_docker_daemon(inp, refusals)
     _check_container_runtime(inp, refusals)

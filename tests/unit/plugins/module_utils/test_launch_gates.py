@@ -255,7 +255,7 @@ def test_an_orin_image_whose_tag_says_nothing_never_runs_on_thor(image, labels):
     for speculation in (True, False):
         plan = plan_launch(inputs(runtime="container", image=image, image_facts=facts, speculation=speculation))
         assert "runtime.orin_image_on_thor" in rules(plan), plan["refusals"]
-        assert "its labels say so" in message(plan, "runtime.orin_image_on_thor")
+        assert "its labels say it is built for Orin" in message(plan, "runtime.orin_image_on_thor")
     assert is_orin_image(image, facts) and not is_orin_image(image)
 
 
