@@ -76,6 +76,19 @@ def rollout_verdict(record, rounds, rungs, broke, params, ttft=None):
         raise AnsibleFilterError("jetson.specdec.rollout_verdict: %s" % exc)
 
 
+def rollout_stored_acceptance(state_b64):
+    """The acceptance rate of the host's last verdict, from its state file as ansible.builtin.slurp returns it; or None."""
+    import base64
+    import binascii
+    if not state_b64:
+        return None
+    try:
+        text = base64.b64decode(str(state_b64)).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return None
+    return rec.stored_acceptance(text)
+
+
 class FilterModule(object):
     """Record filters of jetson.specdec."""
 
@@ -83,4 +96,4 @@ class FilterModule(object):
         return {"rollout_record": rollout_record, "rollout_bench_result": rollout_bench_result,
                 "rollout_verdict": rollout_verdict, "rollout_ladder": rollout_ladder,
                 "rollout_state_outcome": rollout_state_outcome,
-                "rollout_rounds": rollout_rounds}
+                "rollout_rounds": rollout_rounds, "rollout_stored_acceptance": rollout_stored_acceptance}

@@ -54,7 +54,8 @@ options:
   vllm_bin:
     description:
       - The vLLM CLI the service runs (for example C(/opt/vllm/bin/vllm), the role's C(vllm_server_native_bin)).
-      - When set, its C(--version) is reported as C(runtime.vllm_version) instead of the C(vllm) found on C(PATH).
+      - When set, its C(--version) is reported as C(runtime.vllm_version) instead of the C(vllm) found on C(PATH),
+        also when it does not answer or is not executable (then null, since a C(vllm) on C(PATH) is another install).
       - Ignored when probes are off; under a I(root) other than C(/) with I(probe_under_root) the path is taken
         inside I(root).
     type: path
@@ -354,6 +355,9 @@ def probe_runtime_versions(module, root, facts, run_with_timeout):
         if what != "native":
             argv = [docker] + argv[1:]
         elif not os.access(argv[0], os.X_OK):
+            # The unit runs this CLI and no other: a `vllm` found on PATH says nothing about it.
+            runtime["vllm_bin"] = params["vllm_bin"]
+            runtime["vllm_version"] = None
             facts["warnings"].append("vllm_bin %s is not an executable file, so the vLLM version it serves is "
                                      "unknown." % params["vllm_bin"])
             continue

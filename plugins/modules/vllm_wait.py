@@ -15,7 +15,8 @@ description:
   - Polls C(/health) and C(/v1/models) of a vLLM OpenAI-compatible server until both answer, within a bound.
   - With O(service), it also watches the systemd unit and stops early when the unit failed or is in a crash loop,
     then returns the unit's last journal lines and the cause classified from vLLM's own messages
-    (C(out_of_memory), C(rejected_speculative_config), C(model_not_found), C(bad_arguments), C(unknown)).
+    (C(kv_cache_shortfall), C(out_of_memory), C(rejected_speculative_config), C(model_not_found), C(bad_arguments),
+    C(unknown)).
   - Read-only; never changes anything.
 extends_documentation_fragment:
   - jetson.specdec.attributes

@@ -6,7 +6,8 @@
     fleet.py down FLEET.json               remove the fleet's containers
 
 FLEET.json: {"prefix": "...", "image_env": "JETSON_SPECDEC_BOARD_IMAGE",
-             "boards": [{"name", "fixture", "profile", "profile_overrides"?, "hostvars"?}],
+             "boards": [{"name", "fixture", "profile", "profile_overrides"?, "hostvars"?,
+                         "native_vllm_only_at"?: "/opt/venv/bin/vllm" (the stand-in only there, not on PATH)}],
              "hostvars": {... for every host}}
 Containers have no network (network_mode none): Ansible reaches them with
 `docker exec`, and every server in them listens on the container's own loopback.
@@ -50,16 +51,27 @@ def prepare(name, board):
         # The board's own tools under the sysroot, where jetson_facts (probe_under_root) and
         # jetson_clock_hold (run_under_root) look: the stand-ins act on the sysroot's files.
         tools = {"usr/local/bin/vllm": 'exec /usr/local/bin/vllm "$@"',
+                 "opt/vllm/bin/vllm": 'exec /opt/vllm/bin/vllm "$@"',
                  "usr/sbin/nvpmodel": 'exec /opt/vllm-sim/bin/nvpmodel "$@"',
                  "usr/bin/jetson_clocks": 'exec /opt/vllm-sim/bin/jetson_clocks "$@"'}
+        only_at = board.get("native_vllm_only_at")
+        if only_at:
+            # vLLM installed at one path and nowhere else (no `vllm` on PATH, like a venv install):
+            # jetson_facts must ask the configured CLI (issue 33). fleet.py points the host's
+            # vllm_server_native_bin at it.
+            docker("exec", name, "sh", "-c", "rm -f /usr/local/bin/vllm /opt/vllm/bin/vllm && mkdir -p %s && "
+                   "ln -s /opt/vllm-sim/bin/vllm %s" % (os.path.dirname(only_at), only_at))
+            for rel in ("usr/local/bin/vllm", "opt/vllm/bin/vllm"):
+                tools.pop(rel)
+            tools[only_at.lstrip("/")] = 'exec %s "$@"' % only_at
         for rel, line in tools.items():
-            with open(os.path.join(tmp, os.path.basename(rel)), "w") as handle:
+            with open(os.path.join(tmp, rel.replace("/", "_")), "w") as handle:
                 handle.write("#!/bin/sh\n%s\n" % line)
-            os.chmod(os.path.join(tmp, os.path.basename(rel)), 0o755)
-        docker("exec", name, "mkdir", "-p", "/opt/jetson-sim/root/usr/sbin", "/opt/jetson-sim/root/usr/bin")
+            os.chmod(os.path.join(tmp, rel.replace("/", "_")), 0o755)
+        docker("exec", name, "mkdir", "-p", *sorted(set("/opt/jetson-sim/root/" + os.path.dirname(rel) for rel in tools)))
         docker("cp", os.path.join(tmp, "profile.json"), "%s:/etc/jetson-sim/profile.json" % name)
         for rel in tools:
-            docker("cp", os.path.join(tmp, os.path.basename(rel)), "%s:/opt/jetson-sim/root/%s" % (name, rel))
+            docker("cp", os.path.join(tmp, rel.replace("/", "_")), "%s:/opt/jetson-sim/root/%s" % (name, rel))
     docker("exec", name, "systemctl", "is-system-running", "--wait", check=False)
     # Detached from `docker exec`, not a systemd unit: systemd-run needs the container's bus, which
     # a loaded CI machine had not brought up yet when is-system-running returned (fleets failed to start).
@@ -94,6 +106,8 @@ def up(fleet, inventory_dir):
                     "jetson_sim_fixture": board["fixture"], "jetson_sim_profile": board["profile"],
                     "jetson_sim_profile_overrides": board.get("profile_overrides", {})}
         hostvars.update(fleet.get("hostvars", {}))
+        if board.get("native_vllm_only_at"):
+            hostvars["vllm_server_native_bin"] = board["native_vllm_only_at"]
         hostvars.update(board.get("hostvars", {}))
         hosts[board["name"]] = hostvars
     os.makedirs(inventory_dir, exist_ok=True)

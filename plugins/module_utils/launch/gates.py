@@ -66,11 +66,22 @@ def image_l4t(image):
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
-def is_orin_image(image):
-    """A Jetson vLLM image built for Orin: 'orin' in its tag, or an L4T below r38 (Thor starts at r38)."""
+def known_image_l4t(image, image_facts=None):
+    """(major, minor) of the L4T an image is built for: its tag, else its labels when it is on the host; or None.
+
+    A digest (ghcr.io/nvidia-ai-iot/vllm@sha256:...) or a moving tag (:latest) names no release: then
+    the image's own labels (jetson_facts runtime.image.labels, a label named like 'l4t') decide.
+    """
+    facts = image_facts or {}
+    return image_l4t(image) or (_labelled_l4t(facts) if facts.get("present") else None)
+
+
+def is_orin_image(image, image_facts=None):
+    """A Jetson vLLM image built for Orin: 'orin' in its tag, or an L4T below r38 (Thor starts at r38) in its
+    tag or, when the tag says none, in its labels."""
     if not is_jetson_vllm_image(image):
         return False
-    l4t = image_l4t(image)
+    l4t = known_image_l4t(image, image_facts)
     return "orin" in split_image(image)[1].lower() or (l4t is not None and l4t[0] < 38)
 
 
@@ -153,7 +164,7 @@ def _check_docker_daemon(inp, refusals):
 def _check_old_orin(inp, refusals, warnings, method):
     """L4T below r39: a JetPack-matched Jetson vLLM image whose vLLM has the method."""
     image = inp.get("image") if inp.get("runtime") == "container" else None
-    l4t_major, l4t_minor = inp.get("l4t_major"), inp.get("l4t_minor")
+    l4t_major = inp.get("l4t_major")
     if not image or not is_jetson_vllm_image(image):
         _refuse(refusals, "runtime.old_orin_needs_orin_image",
                 "Orin on L4T r%s (< r39) serves speculative decoding with the JetPack-matched NVIDIA-AI-IOT vLLM "
@@ -161,25 +172,40 @@ def _check_old_orin(inp, refusals, warnings, method):
                 "(for example ghcr.io/nvidia-ai-iot/vllm:r%s.4-tegra-aarch64-cu126-22.04 on JetPack 6), or upgrade "
                 "the board to JetPack 7.2 / L4T r39+." % (l4t_major, l4t_major))
         return
-    facts = inp.get("image_facts") or {}
-    tagged = image_l4t(image) or (_labelled_l4t(facts) if facts.get("present") else None)
+    if _check_image_l4t(inp, refusals, warnings, image):
+        _check_method_version(inp, refusals, warnings, method)
+
+
+def _check_image_l4t(inp, refusals, warnings, image):
+    """A Jetson vLLM image must be built for the board's L4T major release (its tag, else its labels).
+
+    Checked below r39 and from r39 on alike: an r36 image on an r39 Orin runs another CUDA and
+    driver stack than the board's. True when the image may run.
+    """
+    l4t_major, l4t_minor = inp.get("l4t_major"), inp.get("l4t_minor")
+    tagged = known_image_l4t(image, inp.get("image_facts"))
     if tagged is None:
         _refuse(refusals, "runtime.image_l4t_unknown",
-                "The image %s does not say which L4T release it was built for (no rNN.N in its tag or labels), so "
-                "it cannot be matched with this board's L4T r%s. Fix: use the JetPack-matched tag, for example "
-                "ghcr.io/nvidia-ai-iot/vllm:r%s.4-tegra-aarch64-cu126-22.04." % (image, l4t_major, l4t_major))
-        return
+                "The image %s does not say which L4T release it was built for (no rNN.N in its tag, and no label "
+                "named like l4t on the image on the host), so it cannot be matched with this board's L4T r%s. Fix: "
+                "use the JetPack-matched tag, for example ghcr.io/nvidia-ai-iot/vllm:r%s.4-tegra-aarch64-cu126-22.04, "
+                "or pull the pinned image on the host so the preflight reads its labels."
+                % (image, l4t_major, l4t_major))
+        return False
     if tagged[0] != l4t_major:
         _refuse(refusals, "runtime.image_l4t_mismatch",
                 "The image %s is built for L4T r%d.%d and this board runs L4T r%s: CUDA and the driver stack inside "
-                "the image do not match the board. Fix: use the image tagged for r%s (NVIDIA-AI-IOT / "
-                "jetson-containers tag their builds rMAJOR.MINOR)." % (image, tagged[0], tagged[1], l4t_major, l4t_major))
-        return
+                "the image do not match the board. Fix: use the image built for r%s (NVIDIA-AI-IOT / "
+                "jetson-containers tag their builds rMAJOR.MINOR)%s." % (
+                    image, tagged[0], tagged[1], l4t_major, l4t_major,
+                    "" if l4t_major is None or before_modern_l4t(l4t_major) else
+                    ", or upstream vLLM >= 0.20 (vllm/vllm-openai), which L4T r39 runs"))
+        return False
     if isinstance(l4t_minor, int) and tagged[1] != l4t_minor:
         warnings.append("The image %s is built for L4T r%d.%d and the board runs r%d.%d; the major releases match, "
                         "prefer the image of the board's exact release." % (image, tagged[0], tagged[1],
                                                                             l4t_major, l4t_minor))
-    _check_method_version(inp, refusals, warnings, method)
+    return True
 
 
 def _check_method_version(inp, refusals, warnings, method):
@@ -201,13 +227,26 @@ def check_runtime(inp, refusals, warnings, speculation, method=None):
     """Append the runtime refusals of this launch; ``method`` is the planned speculative method."""
     family = inp.get("family")
     image = inp.get("image") if inp.get("runtime") == "container" else None
-    if family == "thor" and image and is_orin_image(image):
+    image_facts = inp.get("image_facts")
+    if family == "thor" and image and is_orin_image(image, image_facts):
+        how = ("its tag says it is built for Orin" if "orin" in split_image(image)[1].lower() or image_l4t(image) else
+               "its labels say it is built for Orin: %s" % ", ".join("%s=%s" % item for item in sorted(
+                   ((image_facts or {}).get("labels") or {}).items()) if "l4t" in str(item[0]).lower()))
         _refuse(refusals, "runtime.orin_image_on_thor",
-                "The NVIDIA-AI-IOT Orin image %s must never run on Thor. Fix: use upstream vLLM >= 0.20 "
-                "(vllm/vllm-openai) or a validated native vLLM >= 0.20 on Thor." % image)
+                "The NVIDIA-AI-IOT Orin image %s must never run on Thor (%s). Fix: use "
+                "upstream vLLM >= 0.20 (vllm/vllm-openai) or a validated native vLLM >= 0.20 on Thor." % (image, how))
     _check_docker_daemon(inp, refusals)
     _check_container_runtime(inp, refusals)
     if not speculation:
+        return
+    if (family == "thor" and image and is_jetson_vllm_image(image) and not is_orin_image(image, image_facts)
+            and "thor" not in split_image(image)[1].lower() and known_image_l4t(image, image_facts) is None):
+        # A digest or a moving tag of a Jetson build says nothing; it may be the Orin build.
+        _refuse(refusals, "runtime.image_l4t_unknown",
+                "The Jetson vLLM image %s does not say which board it was built for (no rNN.N or 'thor' in its tag, "
+                "and no label named like l4t on the image on the host), and an Orin build must never run on Thor. "
+                "Fix: pull the pinned image on the host so the preflight reads its labels, use a tag that names "
+                "the release, or upstream vLLM >= 0.20 (vllm/vllm-openai)." % image)
         return
     if family in ORIN_FAMILIES and inp.get("l4t_major") is None:
         _refuse(refusals, "runtime.l4t_unknown",
@@ -218,6 +257,9 @@ def check_runtime(inp, refusals, warnings, speculation, method=None):
         return
     if family in ORIN_FAMILIES and before_modern_l4t(inp.get("l4t_major")):
         _check_old_orin(inp, refusals, warnings, method)
+        return
+    if family in ORIN_FAMILIES and image and is_jetson_vllm_image(image) and not _check_image_l4t(
+            inp, refusals, warnings, image):
         return
     version, source = serving_version(inp, warnings)
     if version is None:

@@ -8,6 +8,8 @@ Standard library only, Python 3.8+.  The skill's error handling, made executable
 - startup OOM: lower ``--gpu-memory-utilization``, then a *strictly smaller* speculation
   (a smaller catalogued same-family draft, then n-gram, which loads no weights), then
   speculation off and a hand-off to memory tuning with what the memory check recommends;
+- the KV cache does not fit: a strictly smaller speculation at the utilization that failed (never
+  a lower one, which shrinks the KV cache further), then off with the same hand-off;
 - vLLM rejects ``--speculative-config`` (or the arguments): straight back to the
   non-speculative command; a lower utilization or another draft would fail the same way;
 - the draft or head cannot be found or downloaded: off, naming the download problem;
@@ -29,7 +31,10 @@ from ansible_collections.jetson.specdec.plugins.module_utils.vllm.failure import
 
 OFF_LABEL = "speculation off (baseline)"
 # Causes after which the ladder goes down (the same speculation in less memory, or less speculation).
-WALK_DOWN_CAUSES = ("out_of_memory",)
+# A KV-cache shortfall skips the lower-utilization rungs: vLLM sizes the KV cache from what the
+# utilization leaves after the weights ("Try increasing `gpu_memory_utilization`"), so a lower one
+# leaves less; a smaller drafter frees its weights and its own KV cache instead.
+WALK_DOWN_CAUSES = ("out_of_memory", "kv_cache_shortfall")
 STEPS = ("planned", "lower_utilization", "smaller_speculation", "off")
 
 
@@ -112,7 +117,7 @@ def fallback_rungs(plan, catalog, target, drop=UTILIZATION_DROP, min_utilization
     return rungs
 
 
-def _memory_hand_off(headroom):
+def _memory_hand_off(headroom, kv=False):
     """What the memory check recommends, for the hand-off to memory tuning."""
     headroom = headroom if isinstance(headroom, dict) else {}
     recommended = headroom.get("recommended_gpu_memory_utilization")
@@ -122,12 +127,21 @@ def _memory_hand_off(headroom):
         advice = "the memory check found no gpu_memory_utilization at which target, drafter and KV cache fit"
     else:
         advice = "the memory check's numbers are not available for this host"
+    if kv:
+        return ("Hand off to memory tuning (jetson-inference-mem-tune): %s; the KV cache needs room after the "
+                "weights, so lower vllm_server_max_model_len (its size follows it) or, where memory is free, raise "
+                "the utilization (a smaller vllm_server_speculative_utilization_drop), then run the rollout again."
+                % advice)
     return ("Hand off to memory tuning (jetson-inference-mem-tune): %s; free memory used by other processes, "
             "lower vllm_server_max_model_len or vllm_server_max_num_seqs, then run the rollout again." % advice)
 
 
 def next_rung(rungs, failed_rung, cause, message=None, headroom=None):
     """After rung ``failed_rung`` failed with ``cause``: {rung, label, step, cause, why} of the rung to try next.
+
+    ``failed_rung`` is the rung's number, or the rung as it ran (a dict).  After a KV-cache shortfall
+    the answer also has ``utilization`` when the next rung runs at the failed one's utilization
+    instead of its own lower one (``apply_kept_utilization``).
 
     ``rungs`` is fallback_rungs' list; ``message`` the failure text (vLLM's lines are quoted);
     ``headroom`` the spec_headroom result of the failed rung (its recommendation goes into
@@ -136,14 +150,33 @@ def next_rung(rungs, failed_rung, cause, message=None, headroom=None):
     rungs = [r for r in rungs or [] if isinstance(r, dict)]
     if not rungs:
         raise ValueError("next_rung needs the ladder's rungs (fallback_rungs), got none")
+    # The rung as it ran (a dict: with the utilization a KV-cache shortfall kept), or its number.
+    ran = failed_rung if isinstance(failed_rung, dict) else None
+    if ran is not None:
+        failed_rung = ran.get("rung")
     off = rungs[-1]
     position = next((i for i, r in enumerate(rungs) if r.get("rung") == failed_rung), None)
     if position is None:
         raise ValueError("rung %r is not on this ladder (rungs 0..%d)" % (failed_rung, len(rungs) - 1))
-    failed = rungs[position]
+    failed = dict(rungs[position], **ran) if ran else rungs[position]
     evidence = failure_evidence(message or "")
     said = ' (vLLM: "%s")' % evidence["line"] if evidence["line"] else ""
-    if cause in WALK_DOWN_CAUSES and position + 1 < len(rungs) - 1:
+    keep = None
+    if cause == "kv_cache_shortfall":
+        smaller = next((i for i in range(position + 1, len(rungs) - 1)
+                        if rungs[i].get("step") == "smaller_speculation"), None)
+        if smaller is not None:
+            target = rungs[smaller]
+            keep = _kept_utilization(failed, target)
+            label = keep["label"] if keep else target["label"]
+            why = ("The KV cache of %s did not fit at startup%s; a lower utilization would leave it less room, so "
+                   "next: %s (smaller speculation, its drafter's weights and KV cache freed)."
+                   % (failed["label"], said, label))
+        else:
+            target = off
+            why = ("The KV cache of %s did not fit at startup%s and no smaller speculation is left: speculation is "
+                   "off. %s" % (failed["label"], said, _memory_hand_off(headroom, kv=True)))
+    elif cause in WALK_DOWN_CAUSES and position + 1 < len(rungs) - 1:
         target = rungs[position + 1]
         why = ("%s ran out of memory at startup%s; next: %s (%s)."
                % (failed["label"], said, target["label"], target["step"].replace("_", " ")))
@@ -166,5 +199,34 @@ def next_rung(rungs, failed_rung, cause, message=None, headroom=None):
         target = off
         why = ("%s failed with cause %s%s, which the ladder does not retry with other speculation: speculation "
                "is off. Read the unit's journal (journalctl -u vllm)." % (failed["label"], cause or "unknown", said))
-    return {"rung": target["rung"], "label": target["label"], "step": target["step"], "cause": cause,
-            "why": why}
+    out = {"rung": target["rung"], "label": target["label"], "step": target["step"], "cause": cause, "why": why}
+    if keep:
+        out.update(label=keep["label"], utilization=keep["utilization"])
+    return out
+
+
+def _kept_utilization(failed, target):
+    """The smaller speculation at the failed rung's utilization when the ladder's own is lower; else None.
+
+    {label, utilization: {gpu_memory_utilization, vllm_server_speculative_utilization_drop}}: the
+    rollout record keeps it with the attempt and rollout_ladder applies it to the rung.
+    """
+    util, drop = failed.get("gpu_memory_utilization"), failed.get("vllm_server_speculative_utilization_drop")
+    if not isinstance(util, (int, float)) or isinstance(util, bool) or util == target.get("gpu_memory_utilization"):
+        return None
+    label = "%s at utilization %.2f" % (str(target.get("label", "")).rsplit(" at utilization ", 1)[0], util)
+    return {"label": label, "utilization": {"gpu_memory_utilization": util,
+                                            "vllm_server_speculative_utilization_drop": drop}}
+
+
+def apply_kept_utilization(rung, utilization):
+    """The rung with the utilization a KV-cache shortfall kept (next_rung's ``utilization``), or as it is."""
+    if not isinstance(rung, dict) or not isinstance(utilization, dict) or rung.get("step") == "off":
+        return rung
+    util = utilization.get("gpu_memory_utilization")
+    if not isinstance(util, (int, float)) or isinstance(util, bool):
+        return rung
+    out = dict(rung)
+    out.update(utilization)
+    out["label"] = "%s at utilization %.2f" % (str(rung.get("label", "")).rsplit(" at utilization ", 1)[0], util)
+    return out

@@ -32,7 +32,8 @@ __metaclass__ = type
 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import select_speculation
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.compat import draft_mismatch
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.gates import check_runtime
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.gates import check_runtime, serving_version
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_fields import settable_fields
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
     ACCEPTANCE_FOR_HIGHER_K, K_RANGE, MAX_SPECULATIVE_CONCURRENCY, PLAN_METHODS, SKILL_LOW_CONCURRENCY, SMALL_ORIN_FAMILIES,
     SPECULATION_FAMILIES, UTILIZATION_DROP, UTILIZATION_MAX, UTILIZATION_MIN, speculative_utilization, start_k,
@@ -70,7 +71,8 @@ def _check_family(inp, refusals, method):
 
 
 def _check_extra(inp, refusals):
-    """vllm_server_speculative_extra may add vLLM keys, never the ones the role decides."""
+    """vllm_server_speculative_extra may add the serving vLLM's SpeculativeConfig keys, never the ones the role
+    decides (launch/spec_fields.py: one table per vLLM version, read from vLLM's source)."""
     extra = inp.get("spec_extra") or {}
     owned = sorted(key for key in extra if key in ROLE_OWNED_SPEC_KEYS) if isinstance(extra, dict) else []
     if owned:
@@ -79,7 +81,20 @@ def _check_extra(inp, refusals):
                 "(an extra 'model' would launch a head nobody published). Fix: use vllm_server_speculative_method, "
                 "vllm_server_speculative_model, vllm_server_num_speculative_tokens or "
                 "vllm_server_draft_tensor_parallel_size instead." % ", ".join(owned))
-    return not owned
+        return False
+    if not isinstance(extra, dict):
+        return True
+    version, source = serving_version(inp, [])
+    fields, label = settable_fields(version)
+    unknown = sorted(str(key) for key in extra if key not in fields)
+    if unknown:
+        _refuse(refusals, "config.speculative_extra_unknown_key",
+                "vllm_server_speculative_extra sets %s, which %s's SpeculativeConfig (vLLM %s, from %s) does not "
+                "accept from a launch; vLLM would refuse the start. Fix: remove the key, or use one of %s."
+                % (", ".join(unknown), label, ".".join(str(p) for p in version) if version else "unknown", source,
+                   ", ".join(sorted(fields - set(ROLE_OWNED_SPEC_KEYS)))))
+        return False
+    return True
 
 
 def _check_draft(inp, refusals, warnings, draft):
@@ -147,12 +162,21 @@ def _choose(inp, refusals, warnings):
         except ValueError as exc:
             _refuse(refusals, "catalog.invalid", "%s" % exc)
             return None, "invalid catalog"
+        # Outside Thor and AGX Orin only a draft can run (EAGLE-3 is refused by the family rule, force or
+        # not): the catalog's heads are not asked, so nothing here may say the target has none.
+        draft_only = family not in SPECULATION_FAMILIES
         if not selection.get("method"):
-            _refuse(refusals, "catalog.no_speculator", "No speculator for %s: %s. Fix: add a published head or a "
-                    "same-family draft to vllm_server_model_catalog, or keep speculation off."
-                    % (inp.get("model"), selection.get("reason")))
+            _refuse(refusals, "catalog.no_speculator", "No speculator for %s: %s. Fix: %s to "
+                    "vllm_server_model_catalog, or keep speculation off."
+                    % (inp.get("model"), selection.get("reason"),
+                       "add a same-family draft (a forced %s runs a draft, never an EAGLE-3 head)" % family
+                       if draft_only else "add a published head or a same-family draft"))
             return None, selection.get("reason")
         if method == "eagle3" and selection["method"] != "eagle3":
+            if draft_only:
+                # family.* already refused EAGLE-3 on this board and says why; a second refusal about the
+                # catalog would be false (the head may well be published).
+                return None, "EAGLE-3 is not run on %s" % family
             _refuse(refusals, "catalog.no_published_head",
                     "vllm_server_speculative_method is eagle3 but %s has no published EAGLE-3 head in the catalog. "
                     "Fix: use method auto or draft_model (catalogued same-family draft)." % inp.get("model"))
@@ -188,7 +212,13 @@ def _check_k(inp, refusals, warnings):
     if k <= start:
         return k
     acceptance = inp.get("measured_acceptance")
-    measured = isinstance(acceptance, (int, float)) and not isinstance(acceptance, bool)
+    if isinstance(acceptance, str):  # a templated variable: "0.72", or "" / "None" for none
+        try:
+            acceptance = float(acceptance)
+        except ValueError:
+            acceptance = None
+    measured = (isinstance(acceptance, (int, float)) and not isinstance(acceptance, bool)
+                and 0.0 <= acceptance <= 1.0)
     if measured and acceptance > ACCEPTANCE_FOR_HIGHER_K:
         warnings.append("num_speculative_tokens %d is above the %s start %d; allowed by the measured acceptance "
                         "rate %.2f (> %s)." % (k, family, start, acceptance, ACCEPTANCE_FOR_HIGHER_K))
@@ -226,8 +256,11 @@ def _plan(inp):
         base_util = None
     elif not UTILIZATION_MIN <= base_util <= ceiling:
         _refuse(refusals, "config.gpu_memory_utilization",
-                "vllm_server_gpu_memory_utilization %.2f is outside %.2f..%.2f (this board's ceiling keeps ~2 GiB "
-                "outside vLLM). Fix: choose a value in that range." % (base_util, UTILIZATION_MIN, ceiling))
+                "vllm_server_gpu_memory_utilization %.2f is outside %.2f..%.2f (the ceiling leaves %d%% of the "
+                "board's memory outside vLLM: %.1f GiB on an 8 GB Orin Nano, %.1f GiB on a 64 GB AGX Orin; the ~2 GiB "
+                "the rules keep free is checked against MemAvailable by the headroom check). Fix: choose a value in "
+                "that range." % (base_util, UTILIZATION_MIN, ceiling, round((1 - ceiling) * 100), (1 - ceiling) * 7.4,
+                                 (1 - ceiling) * 61.4))
     if not speculation:
         check_runtime(inp, refusals, warnings, False)
     result = {"speculation": speculation, "speculative_config": None, "gpu_memory_utilization": base_util,

@@ -20,6 +20,7 @@ import math
 import re
 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import K_RANGE, START_K
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_fields import ANY_VERSION_FIELDS, ENGINE_FIELDS
 
 try:  # Python 3.3+; plain dict keeps insertion order only from 3.7, so be explicit.
     from collections import OrderedDict
@@ -182,11 +183,17 @@ def validate_spec_config(cfg, extra=None):
     known = ("method", "model", "num_speculative_tokens", "draft_tensor_parallel_size",
              "prompt_lookup_max", "prompt_lookup_min", "max_model_len", "quantization",
              "revision", "enforce_eager")
-    unknown = sorted(str(k) for k in cfg if k not in known)
+    # Other keys are vLLM's own SpeculativeConfig fields (vllm_server_speculative_extra; the launch plan
+    # checks them against the serving version's table): scalar values, validated like ``extra``.
+    passed = dict((k, cfg[k]) for k in cfg if k not in known)
+    unknown = sorted(str(k) for k in passed if k not in ANY_VERSION_FIELDS or k in ENGINE_FIELDS)
     if unknown:
         raise SpecConfigError(
-            "speculative_config has unsupported key(s) %s; allowed: %s (pass other vLLM keys through "
-            "the explicit extra mapping)" % (", ".join(unknown), ", ".join(known)))
+            "speculative_config has key(s) %s that no vLLM SpeculativeConfig this collection knows accepts from a "
+            "launch; the keys are %s and vLLM's other fields: %s"
+            % (", ".join(unknown), ", ".join(known), ", ".join(sorted(ANY_VERSION_FIELDS - ENGINE_FIELDS - set(known)))))
+    if passed:
+        extra = dict(passed, **(extra or {}))
 
     method = cfg.get("method")
     if method not in SUPPORTED_METHODS:

@@ -14,8 +14,9 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import copy
+import json
 
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import next_rung
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import apply_kept_utilization, next_rung
 from ansible_collections.jetson.specdec.plugins.module_utils.record.wave import WaveError, wave
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict import energy
 
@@ -255,6 +256,9 @@ def ladder(record, rungs):
     index = failed[-1].get("next_rung", failed[-1].get("rung", -1) + 1) if failed else 0
     tried = rungs[:-1]
     rung = next((r for r in tried if r.get("rung") == index), None)
+    if rung is not None and failed and failed[-1].get("next_utilization"):
+        # a KV-cache shortfall: the smaller speculation at the utilization that failed, not a lower one
+        rung = apply_kept_utilization(rung, failed[-1]["next_utilization"])
     return {"next": index, "rung": rung, "exhausted": rung is None}
 
 
@@ -274,8 +278,10 @@ def add_attempt(record, rung, started, cause=None, message=None, rungs=None, hea
                        summary="Rung %s (%s) failed: %s." % (rung.get("rung"), label, cause or "unknown"),
                        message=str(message or "")[:1500])
         if rungs:
-            step = next_rung(rungs, rung.get("rung"), cause or "unknown", message, headroom)
+            step = next_rung(rungs, rung, cause or "unknown", message, headroom)
             attempt.update(next_rung=step["rung"], next=step["why"])
+            if step.get("utilization"):
+                attempt["next_utilization"] = step["utilization"]
     out["attempts"] = list(out.get("attempts") or []) + [attempt]
     return out
 
@@ -521,3 +527,24 @@ def with_missing(records, expected_hosts):
     records = [normalize(r) for r in records or []]
     seen = set(r.get("host") for r in records)
     return records + [no_record(h) for h in expected_hosts or [] if h not in seen]
+
+
+def stored_acceptance(state_text):
+    """The draft acceptance rate the host's last verdict measured, from its state file's text; None when there is none.
+
+    The launch plan allows a k above the family's start only on a measured rate above 0.6 (the skill); the
+    verdict advises raising k on that same measurement, so the rollout passes it to the plan
+    (vllm_server_measured_acceptance). A missing, unreadable or corrupt state file has none.
+    """
+    if not isinstance(state_text, str) or not state_text.strip():
+        return None
+    try:
+        state = json.loads(state_text)
+    except ValueError:
+        return None
+    verdict = state.get("verdict") if isinstance(state, dict) else None
+    metrics = verdict.get("metrics") if isinstance(verdict, dict) else None
+    rate = metrics.get("acceptance_rate") if isinstance(metrics, dict) else None
+    if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0.0 <= rate <= 1.0:
+        return None
+    return float(rate)

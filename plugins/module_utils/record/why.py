@@ -54,7 +54,11 @@ def _next_step(record, status, decision):
         attempts = record.get("attempts") or []
         causes = [a.get("cause") for a in attempts if isinstance(a, dict) and a.get("cause")]
         if attempts and len(causes) == len(attempts):
-            if "out_of_memory" in causes:
+            if "kv_cache_shortfall" in causes and "out_of_memory" not in causes:
+                return ("vLLM's KV cache did not fit next to the weights in any speculative start: lower "
+                        "vllm_server_max_model_len (the KV cache follows it), or keep speculation off on this board; "
+                        "a lower utilization leaves the KV cache less room.")
+            if "out_of_memory" in causes or "kv_cache_shortfall" in causes:
                 return ("Every speculative start ran out of memory: lower vllm_server_max_model_len or the utilization "
                         "the memory check recommends, or keep speculation off on this board.")
             return "No speculative start succeeded; see the causes above (a rejected config goes straight back to the baseline)."

@@ -3,8 +3,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Name the cause of a failed vLLM start from its log text (pure, stdlib only).
 
-The rollout's fallback ladder picks its next rung by cause (less memory, no
-speculation, stop), so the causes are a small closed set.  The patterns are vLLM's
+The rollout's fallback ladder picks its next rung by cause (less memory, a smaller
+drafter, no speculation, stop), so the causes are a small closed set.  The patterns are vLLM's
 own texts: the 0.32 source the real lane runs (vllm/config/speculative.py,
 vllm/v1/worker/gpu_model_runner.py), the texts older releases print (issues
 #31883, #28384, #22152) and the Hugging Face Hub's download errors.
@@ -19,10 +19,25 @@ import re
 # is reported inside SpeculativeConfig's validation error, so model_not_found is
 # looked for before rejected_speculative_config.
 _CAUSES = (
+    # The KV cache does not fit in what gpu_memory_utilization leaves after weights and activations
+    # (vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory; the V0 worker's
+    # raise_if_cache_size_invalid). A lower utilization leaves less: the ladder frees drafter
+    # memory first (launch/ladder.py).
+    ("kv_cache_shortfall", (r"No available memory for the cache blocks",
+                            r"larger than the available KV cache memory",
+                            r"larger than the maximum number of tokens that can be stored in KV cache")),
     ("out_of_memory", (r"Free memory on device .* is less than desired GPU memory utilization",
-                       r"larger than the available KV cache memory", r"No available memory for the cache blocks",
-                       r"CUDA out of memory", r"OutOfMemoryError", r"Out of memory: Killed process",
-                       r"oom-kill", r"status=9/KILL")),
+                       r"CUDA out of memory", r"CUDA error: out of memory", r"OutOfMemoryError",
+                       # Jetson's unified memory allocator (nvmap) refusing an allocation: ENOMEM (12),
+                       # "NvMapMemAllocInternalTagged: 1075072515 error 12", "NvMapMemHandleAlloc: error 12".
+                       r"NvMap\w*: (?:\d+ )?error 12\b",
+                       # PyTorch's caching allocator when NVML cannot answer on an exhausted Jetson
+                       # ("NVML_SUCCESS == r INTERNAL ASSERT FAILED at .../CUDACachingAllocator.cpp").
+                       r"NVML_SUCCESS == r INTERNAL ASSERT FAILED",
+                       # vLLM 0.32 (v1/worker/utils.py request_memory) with weights held by another process.
+                       r"budget after excluding external process",
+                       r"Externally held weights on device .* exceed the desired GPU memory utilization",
+                       r"Out of memory: Killed process", r"oom-kill", r"status=9/KILL")),
     ("model_not_found", (r"Invalid repository ID or local directory", r"Repository Not Found",
                          r"does not appear to have a file named", r"is not a local folder and is not a valid model",
                          r"Cannot access gated repo", r"401 Client Error", r"LocalEntryNotFoundError",
@@ -55,8 +70,16 @@ FAILURE_CAUSES = tuple(cause for cause, _patterns in _CAUSES) + ("health_timeout
 _CHATTER = re.compile(r"^\s*(?:\([^)]*\)\s*)?(?:INFO|DEBUG)\s+\d\d-\d\d \d\d:\d\d:\d\d\b")
 
 
+# journalctl's default output (short, short-iso, short-precise) puts "date host unit[pid]: " before each
+# line; read without `-o cat`, the INFO lines would no longer look like chatter (issue 33).
+_JOURNAL_PREFIX = re.compile(
+    r"^(?:[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?"
+    r"|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?) \S+ [^\s:\[]+(?:\[\d+\])?: ")
+
+
 def _meaningful(text):
-    return "\n".join(line for line in (text or "").splitlines() if not _CHATTER.match(line))
+    lines = (_JOURNAL_PREFIX.sub("", line, count=1) for line in (text or "").splitlines())
+    return "\n".join(line for line in lines if not _CHATTER.match(line))
 
 
 # The last-resort words of rejected_speculative_config name no error, only the subject; vLLM's

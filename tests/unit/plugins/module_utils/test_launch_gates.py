@@ -239,3 +239,193 @@ def test_compat_helpers():
     assert tokenizer_family("qwen2_moe") == tokenizer_family("qwen3") == "qwen"
     assert draft_mismatch(TARGET, DRAFT, CATALOG) == (None, True)
     assert draft_mismatch(TARGET, "acme/x", CATALOG) == (None, False)
+
+
+# --- issue 33 item 2: the tag says nothing, the image does ----------------------------------------
+
+ORIN_DIGEST = "ghcr.io/nvidia-ai-iot/vllm@sha256:" + "4f" * 32
+R36_LABELS = [{"l4t": "r36.4.0"}, {"com.nvidia.l4t.version": "36.4.3"}, {"L4T_VERSION": "R36.4"}]
+
+
+@pytest.mark.parametrize("image", [ORIN_DIGEST, "ghcr.io/nvidia-ai-iot/vllm:latest", "dustynv/vllm@sha256:" + "0a" * 32,
+                                   "ghcr.io/nvidia-ai-iot/vllm:latest@sha256:" + "4f" * 32])
+@pytest.mark.parametrize("labels", R36_LABELS)
+def test_an_orin_image_whose_tag_says_nothing_never_runs_on_thor(image, labels):
+    facts = {"present": True, "labels": labels, "vllm_version": "0.20.1"}
+    for speculation in (True, False):
+        plan = plan_launch(inputs(runtime="container", image=image, image_facts=facts, speculation=speculation))
+        assert "runtime.orin_image_on_thor" in rules(plan), plan["refusals"]
+        assert "its labels say it is built for Orin" in message(plan, "runtime.orin_image_on_thor")
+    assert is_orin_image(image, facts) and not is_orin_image(image)
+
+
+def test_a_jetson_image_on_thor_whose_build_cannot_be_read_is_refused_not_guessed():
+    # not on the host: no labels, no version; the digest cannot be told from the Orin build
+    plan = plan_launch(inputs(runtime="container", image=ORIN_DIGEST, image_facts={"present": False}))
+    assert "runtime.image_l4t_unknown" in rules(plan) and "runtime.orin_image_on_thor" not in rules(plan)
+    assert "pull the pinned image" in message(plan, "runtime.image_l4t_unknown")
+    # a Thor build says so: its labels or its tag
+    thor = {"present": True, "labels": {"l4t": "r38.2.0"}, "vllm_version": "0.20.1"}
+    assert rules(plan_launch(inputs(runtime="container", image=ORIN_DIGEST, image_facts=thor))) == []
+    assert rules(plan_launch(inputs(runtime="container", image="ghcr.io/nvidia-ai-iot/vllm:latest-jetson-thor",
+                                    vllm_version="0.20.1"))) == []
+    # upstream images are not Jetson builds: unchanged
+    assert rules(plan_launch(inputs(runtime="container", image="vllm/vllm-openai@sha256:" + "1b" * 32,
+                                    image_facts={"present": True, "labels": {}, "vllm_version": "0.21.0"}))) == []
+
+
+@pytest.mark.parametrize("image,facts", [
+    (ORIN_R36, None),
+    ("dustynv/vllm:0.10.2-r36.4-cu128-24.04", None),
+    (ORIN_DIGEST, {"present": True, "labels": {"l4t": "r36.4.0"}, "vllm_version": "0.20.1"}),
+    ("ghcr.io/nvidia-ai-iot/vllm:latest", {"present": True, "labels": {"l4t": "r36.4.0"}, "vllm_version": "0.20.1"}),
+])
+@pytest.mark.parametrize("family", ["agx_orin", "orin_nx"])
+def test_an_r36_jetson_image_is_refused_on_an_r39_orin(image, facts, family):
+    plan = plan_launch(inputs(family=family, l4t_major=39, l4t_minor=2, runtime="container", image=image,
+                              image_facts=facts, vllm_version="0.20.1", force=True))
+    assert "runtime.image_l4t_mismatch" in rules(plan), plan["refusals"]
+    text = message(plan, "runtime.image_l4t_mismatch")
+    assert "r36.4" in text and "r39" in text and "vllm/vllm-openai" in text
+
+
+def test_an_r39_orin_runs_an_r39_jetson_image_or_upstream():
+    r39 = "ghcr.io/nvidia-ai-iot/vllm:r39.2-tegra-aarch64-cu130-24.04"
+    assert "runtime.image_l4t_mismatch" not in rules(plan_launch(inputs(
+        family="agx_orin", l4t_major=39, l4t_minor=2, runtime="container", image=r39, vllm_version="0.20.1")))
+    assert rules(plan_launch(inputs(family="agx_orin", l4t_major=39, l4t_minor=2, runtime="container",
+                                    image="vllm/vllm-openai:v0.20.1"))) == []
+    # the digest of an r39 build, read from its labels
+    facts = {"present": True, "labels": {"l4t": "r39.2"}, "vllm_version": "0.20.1"}
+    assert rules(plan_launch(inputs(family="agx_orin", l4t_major=39, l4t_minor=2, runtime="container",
+                                    image=ORIN_DIGEST, image_facts=facts))) == []
+
+
+# --- issue 33 item 7: vllm_server_speculative_extra takes vLLM's own keys -------------------------
+
+@pytest.mark.parametrize("extra,version", [
+    ({"disable_padded_drafter_batch": True}, "0.20.1"),
+    ({"disable_padded_drafter_batch": True}, "0.32.0"),
+    ({"use_heterogeneous_vocab": True}, "0.32.0"),
+    ({"draft_sample_method": "greedy", "rejection_sample_method": "standard"}, "0.32.1"),
+    ({"suffix_decoding_max_tree_depth": 16, "parallel_drafting": False}, "0.21.0"),
+    ({"disable_by_batch_size": 4}, "0.20.1"),
+])
+def test_speculative_extra_accepts_the_serving_vllms_fields(extra, version):
+    plan = plan_launch(inputs(spec_extra=extra, installed_vllm_version=version))
+    assert rules(plan) == [], plan["refusals"]
+    for key, value in extra.items():
+        assert plan["speculative_config"][key] == value
+    assert plan["speculative_config"]["model"] == HEAD
+
+
+def test_the_rendered_command_line_carries_the_extra_keys():
+    from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import render_spec_config_json
+    plan = plan_launch(inputs(spec_extra={"use_heterogeneous_vocab": True}, installed_vllm_version="0.32.0"))
+    text = render_spec_config_json(plan["speculative_config"])
+    assert '"use_heterogeneous_vocab":true' in text and text.startswith('{"method":"eagle3"')
+
+
+@pytest.mark.parametrize("extra,version,named", [
+    ({"use_heterogeneous_vocab": True}, "0.20.1", "before 0.32"),     # 0.32's field on 0.20
+    ({"disable_by_batch_size": 4}, "0.32.0", "vLLM 0.32"),             # removed before 0.32 (PR #35060)
+    ({"disable_padded_drafter_batchh": True}, "0.32.0", "vLLM 0.32"),  # a typo
+    ({"speculative_model": "x/y"}, "0.20.1", "before 0.32"),           # the old separate flag's name
+    ({"target_model_config": "x"}, "0.32.0", "vLLM 0.32"),             # the engine fills it
+])
+def test_speculative_extra_refuses_keys_the_serving_vllm_does_not_have(extra, version, named):
+    plan = plan_launch(inputs(spec_extra=extra, installed_vllm_version=version))
+    assert rules(plan) == ["config.speculative_extra_unknown_key"], plan["refusals"]
+    text = message(plan, "config.speculative_extra_unknown_key")
+    assert list(extra)[0] in text and named in text and "Fix:" in text
+    assert "explicit extra mapping" not in text and plan["speculative_config"] is None
+
+
+def test_speculative_extra_with_an_unknown_version_takes_any_known_field():
+    plan = plan_launch(inputs(spec_extra={"use_heterogeneous_vocab": True}, installed_vllm_version=None,
+                              vllm_version="", force=True, speculation=True))
+    assert "config.speculative_extra_unknown_key" not in rules(plan)
+
+
+def test_the_field_tables_are_vllms_own():
+    """The 0.32 table is the class vLLM 0.32 really has, where the real lane's venv is on this machine."""
+    import ast
+    import glob
+    from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_fields import (
+        ENGINE_FIELDS, SPECULATIVE_CONFIG_TABLES, settable_fields, speculative_fields)
+    assert speculative_fields((0, 32, 0))[1] == speculative_fields((0, 40, 1))[1] == "vLLM 0.32"
+    assert speculative_fields((0, 20, 1))[1] == "vLLM before 0.32"
+    assert not ENGINE_FIELDS & settable_fields((0, 32, 0))[0]
+    import os
+    sources = glob.glob(os.path.expanduser("~/.cache/jetson-specdec/vllm-lane-*/lib/python3*/site-packages/"
+                                           "vllm/config/speculative.py"))
+    if not sources:
+        pytest.skip("no real-lane venv with vLLM 0.32 on this machine")
+    with open(sources[0]) as handle:
+        tree = ast.parse(handle.read())
+    cls = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "SpeculativeConfig"][0]
+    fields = set(n.target.id for n in cls.body if isinstance(n, ast.AnnAssign))
+    assert fields == set(SPECULATIVE_CONFIG_TABLES[0][2])
+
+
+# --- issue 33 item 4: the advice to raise k is one the rules accept ---------------------------------
+
+@pytest.mark.parametrize("acceptance", [0.72, "0.72", 0.61])
+def test_a_measured_acceptance_above_0_6_allows_raising_agx_orin_from_3_to_4(acceptance):
+    plan = plan_launch(inputs(family="agx_orin", l4t_major=39, k=4, measured_acceptance=acceptance))
+    assert "config.k_above_start" not in rules(plan), plan["refusals"]
+    assert plan["speculative_config"]["num_speculative_tokens"] == 4
+
+
+@pytest.mark.parametrize("acceptance", [None, "", "None", 0.55, 0.6, "1.5", True])
+def test_without_a_measured_acceptance_above_0_6_raising_k_is_refused(acceptance):
+    plan = plan_launch(inputs(family="agx_orin", l4t_major=39, k=4, measured_acceptance=acceptance))
+    assert rules(plan) == ["config.k_above_start"]
+
+
+def test_the_rollout_passes_the_last_verdicts_acceptance_to_every_plan():
+    import os
+    import yaml
+    repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+    with open(os.path.join(repo, "roles", "vllm_server", "vars", "main.yml")) as handle:
+        launch_input = yaml.safe_load(handle)["__vllm_server_launch_input"]["plan"]
+    assert launch_input["measured_acceptance"] == "{{ vllm_server_measured_acceptance }}"
+    for rel in ("check.yml", "arm.yml", "main.yml"):
+        with open(os.path.join(repo, "roles", "rollout", "tasks", rel)) as handle:
+            text = handle.read()
+        assert "vllm_server_measured_acceptance: \"{{ rollout_measured_acceptance" in text, rel
+    with open(os.path.join(repo, "roles", "rollout", "tasks", "check.yml")) as handle:
+        text = handle.read()
+    assert text.index("rollout_stored_acceptance") < text.index("tasks_from: preflight.yml")
+
+
+# --- issue 33 item 9: no false second refusal on a forced small Orin; the ceiling's message --------
+
+@pytest.mark.parametrize("family", ["orin_nx", "orin_nano"])
+@pytest.mark.parametrize("l4t_major", [36, 39])
+def test_a_forced_small_orin_asked_for_eagle3_is_refused_once_for_the_board_not_the_catalog(family, l4t_major):
+    plan = plan_launch(inputs(family=family, l4t_major=l4t_major, force=True, method="eagle3"))
+    assert "family.no_eagle3_on_small_orin" in rules(plan)
+    assert "catalog.no_published_head" not in rules(plan)  # the catalog has the head (CATALOG[TARGET])
+    assert "no published EAGLE-3 head" not in plan["refusal_text"]
+    # on AGX Orin without a head the catalog refusal is still the right one
+    no_head = {TARGET: dict(CATALOG[TARGET], eagle3_heads=[])}
+    assert "catalog.no_published_head" in rules(plan_launch(inputs(family="agx_orin", method="eagle3", catalog=no_head)))
+
+
+def test_a_forced_small_orin_without_a_draft_is_told_to_add_a_draft_not_a_head():
+    no_draft = {TARGET: dict(CATALOG[TARGET], draft_models=[])}
+    plan = plan_launch(inputs(family="orin_nx", l4t_major=39, force=True, catalog=no_draft))
+    assert rules(plan) == ["catalog.no_speculator"]
+    text = message(plan, "catalog.no_speculator")
+    assert "add a same-family draft" in text and "published head" not in text
+    assert "published head" in message(plan_launch(inputs(family="agx_orin", catalog={TARGET: dict(
+        CATALOG[TARGET], draft_models=[], eagle3_heads=[])})), "catalog.no_speculator")
+
+
+@pytest.mark.parametrize("util", [0.96, 0.2])
+def test_the_utilization_ceiling_message_does_not_claim_2_gib_on_every_board(util):
+    plan = plan_launch(inputs(gpu_memory_utilization=util, gpu_memory_utilization_max=0.90))
+    text = message(plan, "config.gpu_memory_utilization")
+    assert "keeps ~2 GiB" not in text
+    assert "10% of the board's memory" in text and "0.7 GiB on an 8 GB Orin Nano" in text and "6.1 GiB" in text

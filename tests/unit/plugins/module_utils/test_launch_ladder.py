@@ -129,3 +129,52 @@ def test_bad_calls_name_the_problem():
 
 def test_templated_max_model_len_is_read_as_a_number():
     assert fallback_rungs(plan("eagle3", HEAD), CATALOG, TARGET, max_model_len="4096") == RUNGS
+
+
+# Issue 33 item 5: vLLM sizes the KV cache from what the utilization leaves after the weights; a
+# lower utilization leaves less, so a KV-cache shortfall goes to a smaller speculation first.
+KV_SHORT = ("ValueError: To serve at least one request with the models's max seq len (8192), (1.0 GiB KV cache is "
+            "needed, which is larger than the available KV cache memory (0.62 GiB). Try increasing "
+            "`gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.")
+
+
+@pytest.mark.parametrize("the_plan,target", [
+    (plan("eagle3", HEAD), TARGET),
+    (plan("draft_model", "Qwen/Qwen3-1.7B"), QWEN),
+])
+def test_a_kv_cache_shortfall_skips_the_lower_utilization_and_keeps_the_failed_one(the_plan, target):
+    from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import apply_kept_utilization
+    rungs = fallback_rungs(the_plan, CATALOG, target, max_model_len=4096)
+    step = next_rung(rungs, 0, "kv_cache_shortfall", KV_SHORT)
+    chosen = rungs[step["rung"]]
+    assert chosen["step"] == "smaller_speculation" and step["step"] == "smaller_speculation"
+    assert chosen["drafter_bytes"] < rungs[0]["drafter_bytes"]
+    # at 0.75, the utilization that failed, not the ladder's 0.70
+    assert step["utilization"]["gpu_memory_utilization"] == 0.75
+    assert step["label"].endswith("at utilization 0.75") and "0.70" not in step["label"]
+    applied = apply_kept_utilization(chosen, step["utilization"])
+    assert applied["gpu_memory_utilization"] == 0.75 and applied["label"] == step["label"]
+    assert applied["vllm_server_speculative_utilization_drop"] == rungs[0]["vllm_server_speculative_utilization_drop"]
+    assert "lower utilization would leave it less room" in step["why"] and "available KV cache memory" in step["why"]
+    # the same cause again, on the rung as it ran: the next smaller one, still at 0.75, then off
+    again = next_rung(rungs, dict(applied), "kv_cache_shortfall", KV_SHORT)
+    if again["step"] == "smaller_speculation":
+        assert again["utilization"]["gpu_memory_utilization"] == 0.75 and again["rung"] > step["rung"]
+        again = next_rung(rungs, apply_kept_utilization(rungs[again["rung"]], again["utilization"]),
+                          "kv_cache_shortfall", KV_SHORT)
+    assert again["step"] == "off" and "max_model_len" in again["why"] and "jetson-inference-mem-tune" in again["why"]
+
+
+def test_a_kv_cache_shortfall_on_the_last_speculative_rung_hands_off():
+    rungs = fallback_rungs(plan("ngram", ""), CATALOG, TARGET, max_model_len=4096)
+    step = next_rung(rungs, 0, "kv_cache_shortfall", KV_SHORT)
+    assert step["step"] == "off" and "utilization" not in step
+    assert "KV cache of ngram at utilization 0.75 did not fit" in step["why"]
+
+
+def test_out_of_memory_still_tries_the_lower_utilization_first():
+    rungs = fallback_rungs(plan("eagle3", HEAD), CATALOG, TARGET, max_model_len=4096)
+    for text in ("RuntimeError: CUDA error: out of memory", "NvMapMemHandleAlloc: error 12"):
+        step = next_rung(rungs, 0, "out_of_memory", text)
+        assert step["step"] == "lower_utilization" and "utilization" not in step, step
+        assert text in step["why"]

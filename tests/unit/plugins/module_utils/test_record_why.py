@@ -191,3 +191,16 @@ def test_the_raise_k_advisory_after_k_tuning(tuned, expected):
         record["k_tuning"] = tuned
     warnings = explain(record)["warnings"]
     assert [w for w in warnings if w.startswith("Draft acceptance")] == expected and "other" in warnings
+
+
+@pytest.mark.parametrize("causes,expected", [
+    (["kv_cache_shortfall", "kv_cache_shortfall"], "KV cache did not fit"),
+    (["out_of_memory", "kv_cache_shortfall"], "ran out of memory"),
+    (["out_of_memory"], "ran out of memory"),
+])
+def test_a_ladder_that_ran_out_of_kv_cache_says_so_in_the_next_step(causes, expected):
+    attempts = [{"label": "eagle3 at utilization 0.70", "result": "failed", "cause": c} for c in causes]
+    why = explain({"status": "reverted", "attempts": attempts, "verdict": {"decision": "revert", "reasons": ["x"]}})
+    assert expected in why["next_step"]
+    if expected == "KV cache did not fit":
+        assert "max_model_len" in why["next_step"]

@@ -110,6 +110,22 @@ def test_ladder_starts_at_the_planned_rung_and_walks_down_on_out_of_memory():
     assert rec.ladder(record, RUNGS)["rung"] == RUNGS[1]
 
 
+def test_a_kv_cache_shortfall_runs_the_smaller_speculation_at_the_utilization_that_failed():
+    rungs = [dict(r) for r in RUNGS]
+    for rung, util in zip(rungs[:3], (0.70, 0.65, 0.65)):
+        rung.update(gpu_memory_utilization=util, vllm_server_speculative_utilization_drop=round(0.75 - util, 2))
+    kv = "ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`"
+    record = rec.add_attempt(rec.new_record("h", "run", JETSON), rungs[0], False, "kv_cache_shortfall", kv, rungs=rungs)
+    assert record["attempts"][-1]["next_rung"] == 2
+    state = rec.ladder(record, rungs)
+    assert state["rung"]["label"] == "ngram at utilization 0.70" and state["rung"]["gpu_memory_utilization"] == 0.70
+    assert state["rung"]["vllm_server_speculative_utilization_drop"] == 0.05
+    # it fails the same way: off (the last speculative rung), with the hand-off
+    record = rec.add_attempt(record, state["rung"], False, "kv_cache_shortfall", kv, rungs=rungs)
+    assert rec.ladder(record, rungs)["exhausted"]
+    assert "ngram at utilization 0.70 did not fit" in record["attempts"][-1]["next"]
+
+
 def test_rejected_config_ends_the_ladder_at_once():
     record = rec.add_attempt(rec.new_record("h", "run", JETSON), RUNGS[0], False, "rejected_speculative_config",
                              "error: unrecognized speculative config", rungs=RUNGS)
@@ -359,3 +375,24 @@ def test_each_round_says_whether_the_server_it_measured_was_speculating():
               {"phase": "candidate", "result": dict(bench(20, 50), spec_decode=None)}]
     assert [(r["arm"], r["speculating"]) for r in rec.round_summary(rounds)] == [
         ("baseline", False), ("candidate", True), ("candidate", False)]
+
+
+@pytest.mark.parametrize("text,rate", [
+    ('{"verdict": {"decision": "keep", "metrics": {"acceptance_rate": 0.72}}}', 0.72),
+    ('{"verdict": {"metrics": {"acceptance_rate": 1}}}', 1.0),
+    ('{"verdict": {"metrics": {"acceptance_rate": null}}}', None),
+    ('{"verdict": {"metrics": {"acceptance_rate": true}}}', None),
+    ('{"verdict": {"metrics": {"acceptance_rate": 1.7}}}', None),
+    ('{"verdict": {"decision": "refused", "reasons": []}}', None),
+    ('{"verdict": null}', None), ('[]', None), ('{"verdict": {"metr', None), ("", None), (None, None),
+])
+def test_the_stored_acceptance_is_the_last_verdicts_or_none(text, rate):
+    assert rec.stored_acceptance(text) == rate
+
+
+def test_the_stored_acceptance_filter_reads_slurps_base64():
+    import base64
+    stored = FilterModule().filters()["rollout_stored_acceptance"]
+    content = base64.b64encode(b'{"verdict": {"metrics": {"acceptance_rate": 0.66}}}').decode()
+    assert stored(content) == 0.66
+    assert stored(None) is None and stored("") is None and stored("!!not base64!!") is None

@@ -75,7 +75,9 @@ def test_tensor_parallel_size_gives_vllm_message():
     ({"quantization": "FP8; x"}, "quantization"),
     ({"revision": "../main"}, "revision"),
     ({"prompt_lookup_max": 4}, "only applies to method ngram"),
-    ({"speculative_model": "x/y"}, "unsupported key"),
+    ({"speculative_model": "x/y"}, "no vLLM SpeculativeConfig"),
+    ({"target_model_config": "x"}, "no vLLM SpeculativeConfig"),
+    ({"disable_padded_drafter_batch": [True]}, "scalar JSON"),
     ({"model": "bad model"}, "space"),
 ])
 def test_bad_configs_are_refused(patch, match):

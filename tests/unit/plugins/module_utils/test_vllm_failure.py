@@ -44,7 +44,7 @@ EAGLE3_ALLOWLIST = ("ValueError: Eagle3 is only supported for ['llama', 'qwen'] 
 @pytest.mark.parametrize("log,cause", [
     ("ValueError: Free memory on device (5.84/7.44 GiB) on startup is less than desired GPU memory utilization",
      "out_of_memory"),
-    ("ValueError: To serve at least one request ... is larger than the available KV cache memory", "out_of_memory"),
+    ("ValueError: To serve at least one request ... is larger than the available KV cache memory", "kv_cache_shortfall"),
     ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate", "out_of_memory"),
     (VOCAB_MISMATCH, "rejected_speculative_config"),
     (DRAFT_UNSUPPORTED, "rejected_speculative_config"),
@@ -118,8 +118,8 @@ def test_no_evidence_for_unknown():
 
 
 def test_every_named_cause_is_in_the_closed_set():
-    assert set(FAILURE_CAUSES) == {"out_of_memory", "rejected_speculative_config", "model_not_found",
-                                   "bad_arguments", "health_timeout", "unknown"}
+    assert set(FAILURE_CAUSES) == {"kv_cache_shortfall", "out_of_memory", "rejected_speculative_config",
+                                   "model_not_found", "bad_arguments", "health_timeout", "unknown"}
 
 
 @pytest.mark.parametrize("text", [
@@ -131,3 +131,111 @@ def test_every_named_cause_is_in_the_closed_set():
 def test_a_rung_the_prefetch_could_not_fetch_is_a_model_not_found(text):
     # vllm_prefetch's definite failures fail the rung with the hf CLI's line (roles/rollout/tasks/candidate.yml)
     assert classify_failure(text) == "model_not_found"
+
+
+# Issue 33 item 5: memory failures that went to `unknown` (straight to off, no ladder, no hand-off).
+# The CUDA runtime's own error, Jetson's nvmap allocator (ENOMEM = 12, as the kernel driver prints it
+# in the NVIDIA developer forums' reports), PyTorch's caching allocator when NVML cannot answer.
+@pytest.mark.parametrize("line", [
+    "RuntimeError: CUDA error: out of memory",
+    "(EngineCore_DP0 pid=4021) ERROR 12-01 10:02:11 [core.py:708] RuntimeError: CUDA error: out of memory\n"
+    "CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be "
+    "incorrect.",
+    "NvMapMemAllocInternalTagged: 1075072515 error 12",
+    "NvMapMemHandleAlloc: error 12",
+    "NvMapMemAllocInternalTagged: 1075072515 error 12\nNvMapMemHandleAlloc: error 12\n"
+    "Segmentation fault (core dumped)",
+    "RuntimeError: NVML_SUCCESS == r INTERNAL ASSERT FAILED at \"../c10/cuda/CUDACachingAllocator.cpp\":1154, please "
+    "report a bug to PyTorch.",
+    # vLLM 0.32 (vllm/v1/worker/utils.py request_memory), verbatim with its numbers filled in
+    "ValueError: Free memory on device cuda:0 (10.21/61.37 GiB) on startup is less than the engine's budget after "
+    "excluding external process's weights (0.7, 38.4 GiB). Decrease GPU memory utilization or reduce GPU memory "
+    "used by other processes.",
+    "ValueError: Externally held weights on device cuda:0 (45.0/61.37 GiB) exceed the desired GPU memory utilization "
+    "(0.7, 42.96 GiB). Increase GPU memory utilization or reduce GPU memory used by other processes.",
+    "ValueError: Free memory on device cuda:0 (5.84/7.44 GiB) on startup is less than desired GPU memory utilization "
+    "(0.9, 6.7 GiB). Decrease GPU memory utilization or reduce GPU memory used by other processes.",
+])
+def test_jetson_and_cuda_memory_failures_are_out_of_memory(line):
+    journal = ARGS_LINE + "\n" + line
+    evidence = failure_evidence(journal)
+    assert evidence["cause"] == "out_of_memory", journal
+    assert evidence["line"] and evidence["line"] in journal
+
+
+@pytest.mark.parametrize("line", [
+    "NvMapMemAllocInternalTagged: 1075072515 error 1",   # EPERM: not a memory shortage
+    "NvMapMemHandleAlloc: error 120",
+    "NVML_SUCCESS == r",
+])
+def test_near_misses_of_the_memory_texts_are_not_out_of_memory(line):
+    assert classify_failure(line) != "out_of_memory"
+
+
+# vLLM's own KV-cache texts, verbatim: V1 (vllm/v1/core/kv_cache_utils.py _check_enough_kv_cache_memory,
+# which the simulator prints, tests/simulator/vllm_sim/memory.py) and the V0 worker's raise_if_cache_size_invalid.
+KV_NO_BLOCKS = ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` when "
+                "initializing the engine. See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for "
+                "more details.")
+KV_ONE_REQUEST = ("ValueError: To serve at least one request with the models's max seq len (8192), (1.0 GiB KV cache "
+                  "is needed, which is larger than the available KV cache memory (0.62 GiB). Based on the available "
+                  "memory, the estimated maximum model length is 5072. Try increasing `gpu_memory_utilization` or "
+                  "decreasing `max_model_len` when initializing the engine. See "
+                  "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
+KV_V0 = ("ValueError: The model's max seq len (8192) is larger than the maximum number of tokens that can be stored "
+         "in KV cache (4096). Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing "
+         "the engine.")
+
+
+# vLLM 0.32 (the real lane's vllm/v1/core/kv_cache_utils.py), verbatim: it names the CPU backend too.
+KV_NO_BLOCKS_032 = ("ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization` "
+                    "when initializing the engine (this flag also controls CPU memory reservation on the CPU backend, "
+                    "despite its name). See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more "
+                    "details.")
+KV_ONE_REQUEST_032 = ("ValueError: To serve at least one request with the model's max seq len (8192), (1.0 GiB KV "
+                      "cache is needed, which is larger than the available KV cache memory (0.62 GiB). Based on the "
+                      "available memory, the estimated maximum model length is 5072. Try increasing "
+                      "`gpu_memory_utilization` (which also controls CPU memory on the CPU backend) or decreasing "
+                      "`max_model_len` when initializing the engine. See "
+                      "https://docs.vllm.ai/en/latest/configuration/conserving_memory/ for more details.")
+
+
+@pytest.mark.parametrize("line", [KV_NO_BLOCKS, KV_ONE_REQUEST, KV_V0, KV_NO_BLOCKS_032, KV_ONE_REQUEST_032])
+def test_a_kv_cache_shortfall_is_its_own_cause(line):
+    journal = "\n".join([ARGS_LINE, "(EngineCore_DP0 pid=1) ERROR 12-01 10:02:11 [core.py:708] " + line])
+    evidence = failure_evidence(journal)
+    assert evidence["cause"] == "kv_cache_shortfall"
+    assert "KV cache" in evidence["line"] or "cache blocks" in evidence["line"]
+
+
+def test_the_simulators_memory_texts_are_vllms():
+    # The stand-in must fail in vLLM's words, or the fleet tests prove the classifier against texts vLLM never prints.
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "simulator", "vllm_sim", "memory.py")
+    with open(path) as handle:
+        source = handle.read()
+    for fragment in ("No available memory for the cache blocks. Try increasing ",
+                     "`gpu_memory_utilization` when initializing the engine. ",
+                     "To serve at least one request with the models's max seq len (%d), ",
+                     "(%s GiB KV cache is needed, which is larger than the available KV cache memory ",
+                     "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` ",
+                     "See https://docs.vllm.ai/en/latest/configuration/conserving_memory/ ",
+                     "is less than desired GPU ",
+                     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate %.2f MiB."):
+        assert fragment in source, fragment
+
+
+@pytest.mark.parametrize("prefix", [
+    "Dec 04 10:02:11 thor-01 vllm[2731]: ",                              # journalctl (short)
+    "Dec  4 10:02:11 thor-01 vllm[2731]: ",
+    "2026-12-04T10:02:11+0000 thor-01 vllm[2731]: ",                     # -o short-iso
+    "2026-12-04T10:02:11.123456+00:00 thor-01 vllm[2731]: ",             # -o short-iso-precise
+    "Dec 04 10:02:11.123456 thor-01 vllm[2731]: ",                       # -o short-precise
+])
+def test_a_journal_read_without_o_cat_still_skips_the_echoed_arguments(prefix):
+    # Issue 33 item 9: read with journalctl's default prefix, the INFO line echoing speculative_config no longer
+    # looked like chatter, so a segfault was classified as a rejected config and the ladder stopped at once.
+    journal = "\n".join(prefix + line for line in [ARGS_LINE, "Segmentation fault (core dumped)"])
+    assert classify_failure(journal) == "unknown"
+    kv = "\n".join(prefix + line for line in [ARGS_LINE, KV_V0])
+    assert failure_evidence(kv) == {"cause": "kv_cache_shortfall", "line": KV_V0}

@@ -158,3 +158,52 @@ def test_a_silent_vllm_cli_is_a_warning_not_a_version(tmp_path):
     facts = result["ansible_facts"]["jetson"]
     assert facts["runtime"]["vllm_version"] is None
     assert any("rc=124 within 7 s" in w for w in facts["warnings"])
+
+
+def _two_vllms(tmp_path, configured_present=True):
+    """A board with an old `vllm` on PATH (0.12.0) and the configured CLI (0.20.1) elsewhere."""
+    root, calls, dummy = _fake_host(tmp_path, {})
+    on_path = root / "usr" / "local" / "bin" / "vllm"
+    on_path.parent.mkdir(parents=True, exist_ok=True)
+    on_path.write_text("#!/bin/sh\necho 0.12.0\n")
+    on_path.chmod(0o755)
+    if not configured_present:
+        (root / "opt" / "vllm" / "bin" / "vllm").unlink()
+
+    def fake_run(self, args, **kwargs):
+        calls.append(list(args))
+        joined = " ".join(args)
+        if str(on_path) in joined:
+            return 0, "0.12.0\n", ""
+        if "/opt/vllm/bin/vllm" in joined:
+            return 0, "INFO 01-01 vllm import\n0.20.1\n", ""
+        return 127, "", "not found"
+    return root, calls, fake_run
+
+
+def test_the_configured_cli_not_the_one_on_path_gives_the_version(tmp_path):
+    # Issue 33 item 1: /usr/local/bin/vllm at 0.12.0 must not stand for /opt/vllm/bin/vllm at 0.20.1.
+    root, calls, fake_run = _two_vllms(tmp_path)
+    args = {"root": str(root), "probe_under_root": True, "vllm_bin": "/opt/vllm/bin/vllm"}
+    with mock.patch.object(AnsibleModule, "get_bin_path", lambda self, name, *a, **k: "/usr/bin/" + name), \
+            mock.patch.object(AnsibleModule, "run_command", fake_run):
+        failed, result = run_module(jetson_facts.main, args)
+    runtime = result["ansible_facts"]["jetson"]["runtime"]
+    assert not failed and runtime["vllm_version"] == "0.20.1" and runtime["vllm_bin"] == "/opt/vllm/bin/vllm"
+    # Without vllm_bin the same board reports PATH's install: the two really differ.
+    with mock.patch.object(AnsibleModule, "get_bin_path", lambda self, name, *a, **k: "/usr/bin/" + name), \
+            mock.patch.object(AnsibleModule, "run_command", fake_run):
+        failed, result = run_module(jetson_facts.main, {"root": str(root), "probe_under_root": True})
+    assert result["ansible_facts"]["jetson"]["runtime"]["vllm_version"] == "0.12.0"
+
+
+def test_a_missing_configured_cli_is_unknown_not_the_path_version(tmp_path):
+    root, calls, fake_run = _two_vllms(tmp_path, configured_present=False)
+    args = {"root": str(root), "probe_under_root": True, "vllm_bin": "/opt/vllm/bin/vllm"}
+    with mock.patch.object(AnsibleModule, "get_bin_path", lambda self, name, *a, **k: "/usr/bin/" + name), \
+            mock.patch.object(AnsibleModule, "run_command", fake_run):
+        failed, result = run_module(jetson_facts.main, args)
+    facts = result["ansible_facts"]["jetson"]
+    assert not failed and facts["runtime"]["vllm_version"] is None
+    assert facts["runtime"]["vllm_bin"] == "/opt/vllm/bin/vllm"
+    assert any("/opt/vllm/bin/vllm is not an executable" in w for w in facts["warnings"])
