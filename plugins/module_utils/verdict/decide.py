@@ -43,6 +43,7 @@ import math
 
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson import conditions
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict import evidence as ev
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict import inputs
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import validate
 
 ARMS = ("baseline", "candidate")
@@ -84,6 +85,8 @@ def _rounds_evidence(rounds, p):
                              "<vllm_bench result>}, got %r" % (i + 1, rnd if not isinstance(rnd, dict)
                                                                else sorted(rnd)))
         wall = ev.number(rnd.get("wall_s"), "round %d wall_s" % (i + 1))
+        if rnd["result"].get("spec_decode") is not None:
+            inputs.check_spec(rnd["result"]["spec_decode"], "round %d (%s) spec_decode" % (i + 1, rnd["arm"]))
         samples = rnd["result"].get("conditions")
         item = {"arm": rnd["arm"], "levels": {}, "wall_s": wall,
                 "acceptance": ev.acceptance_rate(rnd["result"]), "requests": 0,
@@ -147,6 +150,21 @@ def _failures(rounds):
         bad = sum(lvl["failed"] for r in rounds if r["arm"] == arm for lvl in r["levels"].values() if lvl)
         out[arm] = (bad, done + bad)
     return out
+
+
+def fisher_greater(bad_c, n_c, bad_b, n_b):
+    """One-sided Fisher exact test: P(the candidate fails >= bad_c of n_c requests) when both arms
+    fail at one common rate, given bad_c + bad_b failures among n_c + n_b requests (hypergeometric
+    tail, in logs so 2,400 requests do not overflow)."""
+    total, failures = n_c + n_b, bad_c + bad_b
+
+    def log_comb(n, k):
+        return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+    denom = log_comb(total, n_c)
+    top = min(failures, n_c)
+    return min(1.0, math.fsum(math.exp(log_comb(failures, x) + log_comb(total - failures, n_c - x) - denom)
+                              for x in range(bad_c, top + 1)))
 
 
 # --------------------------------------------------------------------------- estimates
@@ -297,10 +315,13 @@ def _budget_left(rounds, usage, p, levels):
 
 # --------------------------------------------------------------------------- main entry
 
-def _result(decision, action, p, reasons, usage, estimates=None, rounds=None, flagged=None, open_names=()):
+def _result(decision, action, p, reasons, usage, estimates=None, rounds=None, flagged=None, open_names=(),
+            rule=None):
     out = {
         "decision": decision,
         "action": action,
+        # the id of the rule that ended the verdict (verdict.failure_rate, ...), None for the plain keep/revert rule
+        "rule": rule,
         "flagged": bool(flagged) if flagged is not None else decision in ("marginal", "inconclusive"),
         "next_round": None,
         "estimates": estimates or {},
@@ -345,7 +366,8 @@ def _continue_or_stop(rounds, usage, p, levels, reasons, estimates=None, open_na
         return _result("continue", "measure_more", p, reasons, usage, estimates, rounds, False, open_names)
     reasons.append("Inconclusive: %s. Reverting as the conservative default (speculation stays off unless it "
                    "is shown to help); flagged for a human look." % spent)
-    return _result("inconclusive", "revert", p, reasons, usage, estimates, rounds, True, open_names)
+    return _result("inconclusive", "revert", p, reasons, usage, estimates, rounds, True, open_names,
+                   rule="verdict.inconclusive")
 
 
 def _count_of(number, noun):
@@ -402,8 +424,22 @@ def _decide(data, aside, usage, fails, levels, p):
     bad, total = fails["candidate"]
     if total and bad > p["max_failed_ratio"] * total:
         return _result("revert", "revert", p, [
-            "The candidate failed %d of %d requests (%.1f%% > max_failed_ratio %s), so it is reverted."
-            % (bad, total, 100.0 * bad / total, _thr(p["max_failed_ratio"]))], usage, None, data, True)
+            "Revert (verdict.failed_ratio): the candidate failed %d of %d requests (%.1f%% > max_failed_ratio %s)."
+            % (bad, total, 100.0 * bad / total, _thr(p["max_failed_ratio"]))], usage, None, data, True,
+            rule="verdict.failed_ratio")
+    bad, total = fails["candidate"]
+    bad_b, total_b = fails["baseline"]
+    if total and total_b and bad * total_b > bad_b * total:
+        # Failures beyond the baseline's, beyond chance: a revert reason of its own.  Fast failures
+        # barely move throughput per occupied second, and no user wants the errors.
+        pvalue = fisher_greater(bad, total, bad_b, total_b)
+        if pvalue < p["failure_alpha"]:
+            return _result("revert", "revert", p, [
+                "Revert (verdict.failure_rate): the candidate failed %d of %d requests (%.1f%%) against the "
+                "baseline's %d of %d (%.1f%%), more than chance explains (one-sided Fisher exact test p = %.2g "
+                "< failure_alpha %g)." % (bad, total, 100.0 * bad / total, bad_b, total_b, 100.0 * bad_b / total_b,
+                                          pvalue, p["failure_alpha"])],
+                usage, None, data, True, rule="verdict.failure_rate")
     bad, total = fails["baseline"]
     if total and bad > p["max_failed_ratio"] * total:
         reasons = ["The baseline itself failed %d of %d requests (%.1f%% > max_failed_ratio %s); the host "

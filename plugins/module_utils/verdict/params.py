@@ -44,6 +44,9 @@ DEFAULTS = {
     "max_wall_s": 14400.0,
     "restart_s": 120.0,
     "max_failed_ratio": 0.1,
+    # A candidate whose requests fail more often than the baseline's, beyond what chance explains
+    # (one-sided Fisher exact test on the pooled counts at this level), is reverted on that alone.
+    "failure_alpha": 0.01,
     "final": False,
     "acceptance_advisory": ACCEPTANCE_FOR_HIGHER_K,
     # Board conditions (a vllm_bench result's "conditions", jetson/conditions.py): a round whose held
@@ -67,6 +70,7 @@ FRACTIONS = {
     "max_wall_s": (0.0, 7 * 86400.0, False),
     "restart_s": (0.0, 86400.0, True),
     "max_failed_ratio": (0.0, 1.0, True),
+    "failure_alpha": (0.0, 0.5, False),
     "acceptance_advisory": (0.0, 1.0, True),
     "condition_freq_drop": (0.0, 1.0, True),
 }
