@@ -44,16 +44,16 @@ import math
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson import conditions
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict import evidence as ev
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict import inputs
-from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import validate
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import high_levels, validate
 
 ARMS = ("baseline", "candidate")
 DECISIONS = ("keep", "revert", "marginal", "continue", "inconclusive")
 COMPARISONS = ("gain_keep", "drop_keep", "gain_revert_ok", "c8_regressed")
 LABELS = {
-    "gain_keep": "the %s throughput keep threshold",
-    "drop_keep": "the %s TPOT keep threshold",
-    "gain_revert_ok": "the %s throughput revert threshold",
-    "c8_regressed": "the high-concurrency regression check (tolerance %s)",
+    "gain_keep": "the %s throughput keep threshold at concurrency %s",
+    "drop_keep": "the %s TPOT keep threshold at concurrency %s",
+    "gain_revert_ok": "the %s throughput revert threshold at concurrency %s",
+    "c8_regressed": "the regression check at concurrency %s (tolerance %s)",
 }
 
 
@@ -77,7 +77,8 @@ def _rounds_evidence(rounds, p):
     """Validate the rounds and extract per-level evidence; raise ValueError on malformed input."""
     if not isinstance(rounds, (list, tuple)):
         raise ValueError("spec_decide: the input must be the list of rounds, got %s" % type(rounds).__name__)
-    levels = [p["low_concurrency"]] + ([p["high_concurrency"]] if p["high_concurrency"] is not None else [])
+    # the judged level first, then every regression-check level (docs/verdict.md states the rule)
+    levels = [p["low_concurrency"]] + high_levels(p)
     out = []
     for i, rnd in enumerate(rounds):
         if not isinstance(rnd, dict) or rnd.get("arm") not in ARMS or not isinstance(rnd.get("result"), dict):
@@ -195,6 +196,18 @@ def _effect(rounds, level, key, p):
     return means["candidate"] - means["baseline"], se, drift
 
 
+def change_key(level, levels):
+    """The estimate's name of the throughput change at a regression level: ``c8_throughput_change`` for the
+    highest (the skill's c=8 check, the name records and reports read), ``throughput_change_c<N>`` for
+    every other level checked."""
+    return "c8_throughput_change" if level == max(levels[1:]) else "throughput_change_c%d" % level
+
+
+def regression_estimates(est, levels):
+    """[(level, estimate)] of every regression level, lowest level first."""
+    return [(level, est[change_key(level, levels)]) for level in levels[1:] if change_key(level, levels) in est]
+
+
 def _estimates(rounds, levels, p):
     z = p["z"]
     out = {}
@@ -204,9 +217,9 @@ def _estimates(rounds, levels, p):
     diff, se, drift = _effect(rounds, levels[0], "tpot", p)
     out["c1_tpot_drop"] = {"point": 1 - math.exp(diff), "low": 1 - math.exp(diff + z * se),
                            "high": 1 - math.exp(diff - z * se), "round_drift": drift}
-    if len(levels) > 1:
-        diff, se, drift = _effect(rounds, levels[1], "thr", p)
-        out["c8_throughput_change"] = {"point": math.exp(diff) - 1, "low": math.exp(diff - z * se) - 1,
+    for level in levels[1:]:
+        diff, se, drift = _effect(rounds, level, "thr", p)
+        out[change_key(level, levels)] = {"point": math.exp(diff) - 1, "low": math.exp(diff - z * se) - 1,
                                        "high": math.exp(diff + z * se) - 1, "round_drift": drift}
     return out
 
@@ -222,14 +235,21 @@ def _side(est, threshold):
     return None
 
 
-def _tri_states(est, p):
-    c8 = est.get("c8_throughput_change")
-    above_tol = None if c8 is None else _side(c8, -p["c8_regression_tolerance"])
+def _tri_states(est, p, levels):
+    """Settled (True/False) or open (None) per comparison; c8_regressed over every regression level:
+    a regression as soon as one level's interval lies below -tolerance, none once every level's lies above."""
+    sides = [_side(change, -p["c8_regression_tolerance"]) for _level, change in regression_estimates(est, levels)]
+    if not sides or all(side is True for side in sides):
+        regressed = False
+    elif any(side is False for side in sides):
+        regressed = True
+    else:
+        regressed = None
     return {
         "gain_keep": _side(est["c1_throughput_gain"], p["keep_throughput_gain"]),
         "drop_keep": _side(est["c1_tpot_drop"], p["keep_tpot_drop"]),
         "gain_revert_ok": _side(est["c1_throughput_gain"], p["revert_throughput_gain"]),
-        "c8_regressed": False if c8 is None else (None if above_tol is None else not above_tol),
+        "c8_regressed": regressed,
     }
 
 
@@ -337,7 +357,8 @@ def _result(decision, action, p, reasons, usage, estimates=None, rounds=None, fl
         "metrics": {
             "c1_throughput_gain": None, "c1_tpot_drop": None, "c8_throughput_change": None,
             "acceptance_rate": None, "low_concurrency": p["low_concurrency"],
-            "high_concurrency": p["high_concurrency"],
+            "high_concurrency": max(high_levels(p)) if high_levels(p) else None,
+            "regression_levels": high_levels(p),
         },
     }
     for key, est in (estimates or {}).items():
@@ -385,20 +406,25 @@ def _describe(est, p):
            % (p["low_concurrency"], "dropped" if est["c1_tpot_drop"]["point"] >= 0 else "rose",
               _pct(abs(est["c1_tpot_drop"]["point"])).lstrip("+"), _pct(est["c1_tpot_drop"]["low"]),
               _pct(est["c1_tpot_drop"]["high"]), _thr(p["keep_tpot_drop"]))]
-    c8 = est.get("c8_throughput_change")
-    if c8 is None:
-        out.append("No high-concurrency check was requested (high_concurrency is null).")
-    else:
+    levels = [p["low_concurrency"]] + high_levels(p)
+    if len(levels) == 1:
+        out.append("No regression check: no level above concurrency %d was measured (high_concurrency is null)."
+                   % p["low_concurrency"])
+    for level, change in regression_estimates(est, levels):
         out.append("Throughput at concurrency %d changed %s (interval %s to %s); a drop beyond %s is a "
-                   "regression." % (p["high_concurrency"], _pct(c8["point"]), _pct(c8["low"]), _pct(c8["high"]),
-                                    _thr(p["c8_regression_tolerance"])))
+                   "regression, within it none." % (level, _pct(change["point"]), _pct(change["low"]),
+                                                    _pct(change["high"]), _thr(p["c8_regression_tolerance"])))
     return out
 
 
-def _open_sentence(open_names, p):
-    args = {"gain_keep": _thr(p["keep_throughput_gain"]), "drop_keep": _thr(p["keep_tpot_drop"]),
-            "gain_revert_ok": _thr(p["revert_throughput_gain"]),
-            "c8_regressed": _thr(p["c8_regression_tolerance"])}
+def _open_sentence(open_names, p, est=None):
+    levels = [p["low_concurrency"]] + high_levels(p)
+    straddling = [str(level) for level, change in regression_estimates(est or {}, levels)
+                  if _side(change, -p["c8_regression_tolerance"]) is None] or [str(c) for c in levels[1:]]
+    args = {"gain_keep": (_thr(p["keep_throughput_gain"]), p["low_concurrency"]),
+            "drop_keep": (_thr(p["keep_tpot_drop"]), p["low_concurrency"]),
+            "gain_revert_ok": (_thr(p["revert_throughput_gain"]), p["low_concurrency"]),
+            "c8_regressed": (", ".join(straddling), _thr(p["c8_regression_tolerance"]))}
     return ", ".join(LABELS[n] % args[n] for n in open_names)
 
 
@@ -462,7 +488,7 @@ def _decide(data, aside, usage, fails, levels, p):
 
     est = _estimates(data, levels, p)
     reasons = _describe(est, p)
-    tri = _tri_states(est, p)
+    tri = _tri_states(est, p, levels)
     open_names, possible = possible_decisions(tri)
     actions = set(p["marginal_action"] if d == "marginal" else d for d in possible)
     reasons.append("%d rounds (%d baseline, %d candidate%s), %d requests, %s; per-round drift about "
@@ -471,7 +497,7 @@ def _decide(data, aside, usage, fails, levels, p):
                       ", %d set aside" % len(aside) if aside else "", usage["requests"],
                       _count_of(usage["restarts"], "restart"), 100 * est["c1_throughput_gain"]["round_drift"], p["z"]))
     if len(actions) > 1:
-        reasons.append("Not settled yet: the interval still straddles %s." % _open_sentence(open_names, p))
+        reasons.append("Not settled yet: the interval still straddles %s." % _open_sentence(open_names, p, est))
         return _continue_or_stop(data, usage, p, levels, reasons, est, open_names)
     if len(data) < p["min_rounds"] and not p["final"]:
         # Every interval rests on the drift between rounds; until one arm has been measured twice
@@ -486,7 +512,7 @@ def _decide(data, aside, usage, fails, levels, p):
         if open_names:
             reasons.append("Marginal: %s is not settled, but every outcome leads to the same action '%s' "
                            "(marginal_action), so no more rounds are needed."
-                           % (_open_sentence(open_names, p), action))
+                           % (_open_sentence(open_names, p, est), action))
         else:
             reasons.append("Marginal: between the revert and keep thresholds or short of the TPOT target; "
                            "action is '%s' (marginal_action)." % action)

@@ -155,19 +155,43 @@ def validate(params):
                          "lower revert_throughput_gain" % (p["revert_throughput_gain"], p["keep_throughput_gain"]))
     if p["marginal_action"] not in ("keep", "revert"):
         raise ValueError("spec_decide: marginal_action must be 'keep' or 'revert', got %r" % (p["marginal_action"],))
-    for name in ("low_concurrency", "high_concurrency"):
-        if name == "high_concurrency" and p[name] is None:
-            continue  # the caller chose not to check a high-concurrency level
-        value = p[name]
-        try:
-            ok = not isinstance(value, bool) and int(value) == float(value) and int(value) >= 1
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            raise ValueError("spec_decide: %s must be a positive integer (a benchmarked concurrency level), "
-                             "got %r" % (name, value))
-        p[name] = int(value)
-    if p["high_concurrency"] == p["low_concurrency"]:
+    value = p["low_concurrency"]
+    if not _level_ok(value):
+        raise ValueError("spec_decide: low_concurrency must be a positive integer (a benchmarked concurrency level), "
+                         "got %r" % (value,))
+    p["low_concurrency"] = int(value)
+    p["high_concurrency"] = _high_levels(p["high_concurrency"], p["low_concurrency"])
+    return p
+
+
+def _level_ok(value):
+    try:
+        return not isinstance(value, bool) and int(value) == float(value) and int(value) >= 1
+    except (TypeError, ValueError):
+        return False
+
+
+def _high_levels(value, low):
+    """high_concurrency checked: None (no regression check), one level, or a list of levels (every one
+    is checked; the rollout passes every measured level above the judged one, docs/verdict.md)."""
+    if value is None:
+        return None  # the caller chose not to check a high-concurrency level
+    many = isinstance(value, (list, tuple))
+    items = list(value) if many else [value]
+    if not items or not all(_level_ok(v) for v in items):
+        raise ValueError("spec_decide: high_concurrency must be a positive integer (a benchmarked concurrency level), "
+                         "a list of them, or null, got %r" % (value,))
+    levels = sorted(set(int(v) for v in items))
+    if low in levels:
         raise ValueError("spec_decide: high_concurrency must differ from low_concurrency; "
                          "set high_concurrency=null to skip the regression check")
+    return levels if len(levels) > 1 else levels[0]
+
+
+def high_levels(p):
+    """The regression-check levels of validated params, as a list (empty: no check)."""
+    value = p["high_concurrency"]
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list) else [value]
     return p

@@ -191,3 +191,13 @@ def test_the_raise_k_advisory_after_k_tuning(tuned, expected):
         record["k_tuning"] = tuned
     warnings = explain(record)["warnings"]
     assert [w for w in warnings if w.startswith("Draft acceptance")] == expected and "other" in warnings
+
+
+def test_evidence_lists_every_regression_level_lowest_first():
+    from ansible_collections.jetson.specdec.plugins.module_utils.record.why import evidence
+    est = {"point": 0.1, "low": 0.0, "high": 0.2}
+    verdict = {"estimates": {"c1_throughput_gain": est, "c1_tpot_drop": est, "throughput_change_c8": est,
+                             "throughput_change_c2": est, "c8_throughput_change": est},
+               "metrics": {"low_concurrency": 1, "high_concurrency": 16}, "rounds_used": 3}
+    text = evidence(verdict)
+    assert text.index("throughput c=2 ") < text.index("throughput c=8 ") < text.index("throughput c=16 ")
