@@ -380,13 +380,15 @@ def _result(decision, action, p, reasons, usage, estimates=None, rounds=None, fl
     return out
 
 
-def _continue_or_stop(rounds, usage, p, levels, reasons, estimates=None, open_names=()):
-    """Ask for another round, or stop as inconclusive when the budget is spent."""
+def _continue_or_stop(rounds, usage, p, levels, reasons, estimates=None, open_names=(), unsettled=None):
+    """Ask for another round, or stop as inconclusive when the budget is spent (``unsettled``: the
+    thresholds the interval still straddles, named in the conclusion: the report leads with it)."""
     spent = _budget_left(rounds, usage, p, levels)
     if spent is None:
         return _result("continue", "measure_more", p, reasons, usage, estimates, rounds, False, open_names)
-    reasons.append("Inconclusive: %s. Reverting as the conservative default (speculation stays off unless it "
-                   "is shown to help); flagged for a human look." % spent)
+    reasons.append("Inconclusive: %s%s. Reverting as the conservative default (speculation stays off unless it "
+                   "is shown to help); flagged for a human look."
+                   % (spent, ", and the interval still straddles " + unsettled if unsettled else ""))
     return _result("inconclusive", "revert", p, reasons, usage, estimates, rounds, True, open_names,
                    rule="verdict.inconclusive")
 
@@ -498,7 +500,8 @@ def _decide(data, aside, usage, fails, levels, p):
                       _count_of(usage["restarts"], "restart"), 100 * est["c1_throughput_gain"]["round_drift"], p["z"]))
     if len(actions) > 1:
         reasons.append("Not settled yet: the interval still straddles %s." % _open_sentence(open_names, p, est))
-        return _continue_or_stop(data, usage, p, levels, reasons, est, open_names)
+        return _continue_or_stop(data, usage, p, levels, reasons, est, open_names,
+                                 unsettled=_open_sentence(open_names, p, est))
     if len(data) < p["min_rounds"] and not p["final"]:
         # Every interval rests on the drift between rounds; until one arm has been measured twice
         # that is only the prior, and a board that wanders 15 % between rounds would be judged on 3 %.
@@ -508,16 +511,26 @@ def _decide(data, aside, usage, fails, levels, p):
         return _continue_or_stop(data, usage, p, levels, reasons, est, open_names)
     action = actions.pop()
     decision = possible.pop() if len(possible) == 1 else "marginal"
-    if decision == "marginal":
+    rule = None
+    if decision == "marginal" and action == "keep":
+        # Only with marginal_action: keep, the operator's choice: the skill's keep bar was not shown.
+        rule = "verdict.below_keep_bar"
+        reasons.append("Kept below the keep bar (verdict.below_keep_bar): the skill keeps only when throughput "
+                       "gains at least +%s and TPOT drops at least %s over the whole interval, which %s; kept "
+                       "because marginal_action is keep (the operator's choice; the default reverts)."
+                       % (_thr(p["keep_throughput_gain"]), _thr(p["keep_tpot_drop"]),
+                          "was not settled for " + _open_sentence(open_names, p, est) if open_names
+                          else "the interval shows it falls short of"))
+    elif decision == "marginal":
         if open_names:
-            reasons.append("Marginal: %s is not settled, but every outcome leads to the same action '%s' "
-                           "(marginal_action), so no more rounds are needed."
+            reasons.append("Revert, below the keep bar: %s is not settled, but every outcome leads to the same "
+                           "action '%s' (marginal_action), so no more rounds are needed."
                            % (_open_sentence(open_names, p, est), action))
         else:
-            reasons.append("Marginal: between the revert and keep thresholds or short of the TPOT target; "
-                           "action is '%s' (marginal_action)." % action)
+            reasons.append("Revert, below the keep bar: between the revert and keep thresholds or short of the "
+                           "TPOT target; action is '%s' (marginal_action)." % action)
     elif decision == "keep":
         reasons.append("Keep: every keep condition holds over the whole interval.")
     else:
         reasons.append("Revert: the interval shows a revert condition.")
-    return _result(decision, action, p, reasons, usage, est, data, None, open_names)
+    return _result(decision, action, p, reasons, usage, est, data, None, open_names, rule=rule)

@@ -24,7 +24,10 @@ DEFAULTS = {
     # interval's lower bound is above -tolerance, a regression when its upper bound is below it. At 0 a
     # truly unchanged c=8 (the common case) was never settled and good hosts ran out of budget.
     "c8_regression_tolerance": 0.05,
-    "marginal_action": "keep",
+    # The skill keeps only when the keep bar is met: a marginal result (between the revert and keep
+    # thresholds, or short of the TPOT drop) reverts unless the operator chooses keep, and while the
+    # interval straddles the bar more rounds run (with keep, a +10 % gain was enough to stay).
+    "marginal_action": "revert",
     "low_concurrency": LOW_CONCURRENCY,
     "high_concurrency": HIGH_CONCURRENCY,
     # Two-sided interval half-width in standard errors, used at every look;

@@ -201,3 +201,10 @@ def test_evidence_lists_every_regression_level_lowest_first():
                "metrics": {"low_concurrency": 1, "high_concurrency": 16}, "rounds_used": 3}
     text = evidence(verdict)
     assert text.index("throughput c=2 ") < text.index("throughput c=8 ") < text.index("throughput c=16 ")
+
+
+def test_a_host_kept_below_the_keep_bar_leads_with_that_name():
+    from .test_verdict_decide import drive
+    verdict, _rounds = drive({"gain": 0.20, "tpot": -0.45, "c8": 0.20}, marginal_action="keep")
+    out = explain({"status": "kept", "verdict": verdict})
+    assert out["why"][0].startswith("Kept below the keep bar (verdict.below_keep_bar)")

@@ -506,3 +506,36 @@ def test_a_temperature_limit_is_applied_when_set_and_checked_by_name():
             spec_decide([], condition_max_temp_c=bad)
     with pytest.raises(ValueError, match="condition_freq_drop"):
         spec_decide([], condition_freq_drop=2)
+
+
+# ---------------------------------------------------------------- #30 item 7: kept means the keep bar was met
+
+@pytest.mark.parametrize("truth", [{"gain": 0.20, "tpot": -0.45, "c8": 0.20},   # gain between 10 % and 30 %
+                                   {"gain": 0.80, "tpot": -0.10, "c8": 0.20}])  # TPOT drop short of 20 %
+def test_by_default_a_result_clearly_below_the_keep_bar_is_reverted(truth):
+    out, _rounds = drive(truth)
+    assert (out["decision"], out["action"]) == ("marginal", "revert")
+    assert out["rule"] is None and "below the keep bar" in out["reasons"][-1]
+
+
+def test_an_interval_straddling_the_keep_bar_measures_more_then_ends_inconclusive_naming_the_threshold():
+    truth = {"gain": 0.30, "tpot": -0.45, "c8": 0.20}  # sits on the 30 % throughput bar
+    short, rounds = drive(truth, max_rounds=4)
+    assert len(rounds) == 4  # measured more while the interval straddles the bar (it stopped at 3 before)
+    assert (short["decision"], short["action"], short["rule"]) == ("inconclusive", "revert", "verdict.inconclusive")
+    assert "the 30% throughput keep threshold at concurrency 1" in short["reasons"][-1]
+    assert "gain_keep" in short["open"]
+
+
+def test_a_good_candidate_is_still_kept_on_the_lower_bounds():
+    out, _rounds = drive({"gain": 0.70, "tpot": -0.40, "c8": 0.10})
+    assert (out["decision"], out["action"]) == ("keep", "keep")
+    assert out["estimates"]["c1_throughput_gain"]["low"] >= 0.30 and out["estimates"]["c1_tpot_drop"]["low"] >= 0.20
+
+
+@pytest.mark.parametrize("truth", [{"gain": 0.20, "tpot": -0.45, "c8": 0.20}, {"gain": 0.30, "tpot": -0.45, "c8": 0.2}])
+def test_marginal_action_keep_is_the_operators_choice_and_named_kept_below_the_keep_bar(truth):
+    out, _rounds = drive(truth, marginal_action="keep")
+    assert (out["decision"], out["action"], out["rule"]) == ("marginal", "keep", "verdict.below_keep_bar")
+    assert out["reasons"][-1].startswith("Kept below the keep bar (verdict.below_keep_bar)")
+    assert "+30%" in out["reasons"][-1] and "marginal_action is keep" in out["reasons"][-1]
