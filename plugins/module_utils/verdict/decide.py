@@ -217,10 +217,11 @@ def _estimates(rounds, levels, p):
     diff, se, drift = _effect(rounds, levels[0], "tpot", p)
     out["c1_tpot_drop"] = {"point": 1 - math.exp(diff), "low": 1 - math.exp(diff + z * se),
                            "high": 1 - math.exp(diff - z * se), "round_drift": drift}
+    zr = p["regression_z"] if p["regression_z"] is not None else z
     for level in levels[1:]:
         diff, se, drift = _effect(rounds, level, "thr", p)
-        out[change_key(level, levels)] = {"point": math.exp(diff) - 1, "low": math.exp(diff - z * se) - 1,
-                                       "high": math.exp(diff + z * se) - 1, "round_drift": drift}
+        out[change_key(level, levels)] = {"point": math.exp(diff) - 1, "low": math.exp(diff - zr * se) - 1,
+                                          "high": math.exp(diff + zr * se) - 1, "round_drift": drift}
     return out
 
 
