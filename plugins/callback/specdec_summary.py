@@ -112,7 +112,7 @@ def summary_lines(stats):
         lines += plans
     if rows and any(r[2].endswith("*") for r in rows):
         lines.append("")
-        lines.append("* flagged: marginal or within measurement noise; see the fleet report.")
+        lines.append("* flagged: below the keep bar, inconclusive or within measurement noise; see the fleet report.")
     return lines
 
 

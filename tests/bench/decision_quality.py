@@ -43,17 +43,44 @@ import time
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.decide import spec_decide
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import spec_verdict
 
-SCENARIOS = (  # name, per-request CV of TPOT and E2E, per-round drift (SD of the log factor)
-    ("clocks held", 0.15, 0.01),
-    ("typical", 0.25, 0.02),
-    ("noisy", 0.35, 0.04),
+# name, per-request CV of TPOT and E2E, per-round drift (SD of the log factor), field effects:
+#   tails: per-request log-SD drawn per case from this range (replaces the CV), outliers: share of
+#   requests x5 drawn per case from this range; hang: share of the candidate's requests that hang to
+#   the 120 s deadline and fail, drawn per case from this range (in hang_cases of the cases); fast_fail: share of both arms' requests that fail in 10 ms;
+#   waves: log-SD of a factor shared by the requests of one wave at c=8 (one batch); worsen: the
+#   board slows by up to this fraction per round (throttling that gets worse); neutral: every case
+#   is a good c=1 candidate whose c=8 is truly unchanged (within +-3 %).
+SCENARIOS = (
+    ("clocks held", 0.15, 0.01, {}),
+    ("typical", 0.25, 0.02, {}),
+    ("noisy", 0.35, 0.04, {}),
+    ("heavy tails", 0.25, 0.02, {"tails": (0.3, 0.5), "outliers": (0.01, 0.03)}),
+    ("timeouts (candidate)", 0.25, 0.02, {"hang": (0.03, 0.03)}),
+    ("timeouts 0.5-3 %", 0.25, 0.02, {"hang": (0.005, 0.03)}),
+    ("fast failures", 0.25, 0.02, {"fast_fail": 0.02}),
+    ("c=8 batch waves", 0.25, 0.02, {"waves": 0.08}),
+    ("neutral c=8, clocks held", 0.15, 0.01, {"neutral": True}),
+    ("neutral c=8, typical", 0.25, 0.02, {"neutral": True}),
+    ("worsening drift", 0.25, 0.02, {"worsen": 0.02}),
+    ("all together", 0.25, 0.02, {"tails": (0.3, 0.5), "outliers": (0.01, 0.03), "hang": (0.03, 0.03), "hang_cases": 0.5,
+                                  "fast_fail": 0.02,
+                                  "waves": 0.08, "worsen": 0.02}),
 )
+BASIC = ("clocks held", "typical", "noisy")
+FIELD_TARGETS = {"far": 0.97, "slower_kept": 0.005, "good_reverted": 0.03}
 TARGETS = {
     "clocks held": {"far": 0.99, "mid": 0.95, "slower_kept": 0.001, "good_reverted": 0.005, "cost10": 60},
     "typical": {"far": 0.97, "slower_kept": 0.001, "good_reverted": 0.02},
     "noisy": {"slower_kept": 0.01},
+    "neutral c=8, clocks held": {"neutral_kept": 0.90, "neutral_cost": 150},
+    "neutral c=8, typical": {"neutral_kept": 0.90, "neutral_cost": 150},
 }
+for _name, _cv, _drift, _field in SCENARIOS:
+    if _name not in BASIC and not _name.startswith("neutral"):
+        TARGETS[_name] = dict(FIELD_TARGETS)
 KEEP_GAIN, KEEP_DROP, REVERT_GAIN = 0.30, 0.20, 0.10
+C8_TOLERANCE = 0.05  # rollout_c8_regression_tolerance
+DEADLINE_MS = 120000.0
 OUTPUT_TOKENS = 128
 BASE_TPOT_MS = 50.0
 BASE_E2E1_MS = 200.0 + OUTPUT_TOKENS * BASE_TPOT_MS
@@ -69,7 +96,7 @@ def draw_truth(rng):
         if rng.random() < 0.5:
             return rng.uniform(lo, hi)
         return rng.choice(thresholds) + rng.uniform(-0.05, 0.05)
-    return dim(-0.40, 1.20, (REVERT_GAIN, KEEP_GAIN)), dim(-0.60, 0.40, (-KEEP_DROP,)), dim(-0.40, 0.40, (0.0,))
+    return dim(-0.40, 1.20, (REVERT_GAIN, KEEP_GAIN)), dim(-0.60, 0.40, (-KEEP_DROP,)), dim(-0.40, 0.40, (-C8_TOLERANCE,))
 
 
 def draw_good(rng):
@@ -78,59 +105,118 @@ def draw_good(rng):
 
 
 def draw_slower(rng):
-    """A truly slower config: c=1 gain < 0, or c=8 change < -5 % (the other effects anywhere)."""
+    """A truly slower config: c=1 gain < 0, or c=8 change below -5 % (beyond the tolerance; the other
+    effects anywhere)."""
     gain, tpot, c8 = draw_truth(rng)
     if rng.random() < 0.5:
         return rng.uniform(-0.40, 0.0), tpot, c8
-    return gain, tpot, rng.uniform(-0.40, -0.05)
+    return gain, tpot, rng.uniform(-0.40, -C8_TOLERANCE)
+
+
+def draw_neutral(rng):
+    """A good c=1 candidate whose c=8 is truly unchanged (within +-3 %)."""
+    return rng.uniform(0.45, 1.20), rng.uniform(-0.60, -0.35), rng.uniform(-0.03, 0.03)
+
+
+def effective(truth, noise):
+    """The truth as the rule sees it: a candidate whose requests hang to the deadline delivers its
+    tokens over the time the hung requests held their streams too (the verdict's throughput)."""
+    gain, tpot, c8 = truth
+    hang = noise.get("hang", 0.0)
+    if not hang:
+        return truth
+
+    def eff(change, e2e_ms):
+        return (1 - hang) / ((1 - hang) / (1 + change) + hang * DEADLINE_MS / e2e_ms) - 1
+    return eff(gain, BASE_E2E1_MS), tpot, eff(c8, BASE_E2E8_MS)
 
 
 def true_action(gain, tpot, c8):
-    if c8 < 0 or gain < REVERT_GAIN:
-        return "revert"
-    return "keep"  # keep or marginal: both keep with marginal_action=keep
+    """The skill's rule at the defaults: keep only when the keep bar is met (marginal_action revert)."""
+    if c8 >= -C8_TOLERANCE and gain >= KEEP_GAIN and -tpot >= KEEP_DROP:
+        return "keep"
+    return "revert"
 
 
 def distance(gain, tpot, c8):
-    """Points (fractions) to the nearest threshold."""
-    return min(abs(gain - KEEP_GAIN), abs(gain - REVERT_GAIN), abs(-tpot - KEEP_DROP), abs(c8))
+    """Points (fractions) to the nearest threshold that can change the action."""
+    return min(abs(gain - KEEP_GAIN), abs(-tpot - KEEP_DROP), abs(c8 + C8_TOLERANCE))
 
 
 # --------------------------------------------------------------------------- synthetic vllm_bench
 
-def _level(rng, conc, n, e2e_ms, tpot_ms, cv, drift):
-    sigma = math.sqrt(math.log(1 + cv * cv))
+def _level(rng, conc, n, e2e_ms, tpot_ms, cv, drift, noise=None):
+    """One level; ``noise`` (per case): sigma (per-request log-SD), outliers, hang, fast_fail, waves."""
+    noise = noise or {}
+    sigma = noise.get("sigma") or math.sqrt(math.log(1 + cv * cv))
     free = [(0.0, k) for k in range(conc)]
     heapq.heapify(free)
-    requests, tokens = [], 0
-    for unused in range(n):
-        e2e = e2e_ms * drift * math.exp(rng.gauss(0.0, sigma))
-        tpot = tpot_ms * drift * math.exp(rng.gauss(0.0, sigma))
+    requests, tokens, failed = [], 0, 0
+    wave = 1.0
+    for i in range(n):
+        if conc > 1 and noise.get("waves") and i % conc == 0:
+            wave = math.exp(rng.gauss(0.0, noise["waves"]))  # one batch: its requests share the step time
+        slow = 5.0 if noise.get("outliers") and rng.random() < noise["outliers"] else 1.0
+        e2e = e2e_ms * drift * wave * slow * math.exp(rng.gauss(0.0, sigma))
+        tpot = tpot_ms * drift * wave * slow * math.exp(rng.gauss(0.0, sigma))
         start, worker = heapq.heappop(free)
-        end = start + e2e / 1000.0
+        if noise.get("hang") and rng.random() < noise["hang"]:
+            end = start + DEADLINE_MS / 1000.0
+            requests.append({"ok": False, "ttft_ms": None, "tpot_ms": None, "e2e_ms": None, "output_tokens": 0,
+                             "start_s": start, "end_s": end})
+            failed += 1
+        elif noise.get("fast_fail") and rng.random() < noise["fast_fail"]:
+            end = start + 0.01
+            requests.append({"ok": False, "ttft_ms": None, "tpot_ms": None, "e2e_ms": None, "output_tokens": 0,
+                             "start_s": start, "end_s": end})
+            failed += 1
+        else:
+            end = start + e2e / 1000.0
+            requests.append({"ok": True, "ttft_ms": 200.0 * drift, "tpot_ms": tpot, "e2e_ms": e2e,
+                             "output_tokens": OUTPUT_TOKENS, "start_s": start, "end_s": end})
+            tokens += OUTPUT_TOKENS
         heapq.heappush(free, (end, worker))
-        requests.append({"ok": True, "ttft_ms": 200.0 * drift, "tpot_ms": tpot, "e2e_ms": e2e,
-                         "output_tokens": OUTPUT_TOKENS, "start_s": start, "end_s": end})
-        tokens += OUTPUT_TOKENS
     duration = max(r["end_s"] for r in requests)
-    tpots = sorted(r["tpot_ms"] for r in requests)
-    return {"concurrency": conc, "completed": n, "failed": 0, "output_tokens": tokens,
+    tpots = sorted(r["tpot_ms"] for r in requests if r["ok"])
+    m = len(tpots)
+    return {"concurrency": conc, "completed": n - failed, "failed": failed, "output_tokens": tokens,
             "duration_s": duration, "throughput_tok_s": tokens / duration,
-            "tpot_ms_p50": tpots[len(tpots) // 2] if n % 2 else (tpots[n // 2 - 1] + tpots[n // 2]) / 2,
-            "errors": {}, "requests": requests}
+            "tpot_ms_p50": tpots[m // 2] if m % 2 else (tpots[m // 2 - 1] + tpots[m // 2]) / 2,
+            "errors": {"timeout": failed} if failed else {}, "requests": requests}
 
 
-def bench_round(rng, truth, arm, n, cv, drift_sd):
+def bench_round(rng, truth, arm, n, cv, drift_sd, noise=None, index=0):
     gain, tpot, c8 = truth if arm == "candidate" else (0.0, 0.0, 0.0)
-    drift = math.exp(rng.gauss(0.0, drift_sd))
-    return {"runs": [_level(rng, 1, n, BASE_E2E1_MS / (1 + gain), BASE_TPOT_MS * (1 + tpot), cv, drift),
-                     _level(rng, 8, n, BASE_E2E8_MS / (1 + c8), BASE_TPOT_MS * (1 + tpot) * 1.5, cv, drift)],
+    noise = dict(noise or {})
+    if arm != "candidate":
+        noise.pop("hang", None)
+    # worsening drift: the board slows by `worsen` more with every round (throttling)
+    drift = math.exp(rng.gauss(0.0, drift_sd)) * (1.0 + noise.get("worsen", 0.0)) ** index
+    return {"runs": [_level(rng, 1, n, BASE_E2E1_MS / (1 + gain), BASE_TPOT_MS * (1 + tpot), cv, drift, noise),
+                     _level(rng, 8, n, BASE_E2E8_MS / (1 + c8), BASE_TPOT_MS * (1 + tpot) * 1.5, cv, drift, noise)],
             "spec_decode": None}
+
+
+def case_noise(rng, field):
+    """The per-case noise of a field scenario (tails and outlier shares are drawn per case)."""
+    out = {}
+    if field.get("tails"):
+        out["sigma"] = rng.uniform(*field["tails"])
+    if field.get("outliers"):
+        out["outliers"] = rng.uniform(*field["outliers"])
+    if field.get("hang") and rng.random() < field.get("hang_cases", 1.0):
+        out["hang"] = rng.uniform(*field["hang"])
+    for key in ("fast_fail", "waves"):
+        if field.get(key):
+            out[key] = field[key]
+    if field.get("worsen"):
+        out["worsen"] = rng.uniform(0.0, field["worsen"])
+    return out
 
 
 # --------------------------------------------------------------------------- the two loops
 
-def run_new(rng, truth, cv, drift_sd, params):
+def run_new(rng, truth, cv, drift_sd, params, noise=None):
     rounds = []
     while True:
         out = spec_decide(rounds, **params)
@@ -138,7 +224,7 @@ def run_new(rng, truth, cv, drift_sd, params):
             return out["action"], out["decision"], out["requests_used"], out["rounds_used"], out["restarts"]
         nxt = out["next_round"]
         rounds.append({"arm": nxt["arm"], "result": bench_round(rng, truth, nxt["arm"], nxt["num_prompts"],
-                                                                cv, drift_sd)})
+                                                                cv, drift_sd, noise, len(rounds))})
 
 
 def run_today(rng, truth, cv, drift_sd):
@@ -158,11 +244,15 @@ def run_today(rng, truth, cv, drift_sd):
 def _case(job):
     seed, scenario, params, stratum = job
     rng = random.Random(seed)
-    truth = {"matrix": draw_truth, "good": draw_good, "slower": draw_slower}[stratum](rng)
-    _name, cv, drift_sd = scenario
-    new = run_new(random.Random(seed * 7 + 1), truth, cv, drift_sd, params)
-    today = run_today(random.Random(seed * 7 + 2), truth, cv, drift_sd)
-    return truth, new, today, stratum
+    name, cv, drift_sd, field = scenario
+    if field.get("neutral"):
+        stratum = "neutral"
+    truth = {"matrix": draw_truth, "good": draw_good, "slower": draw_slower, "neutral": draw_neutral}[stratum](rng)
+    noise = case_noise(rng, field)
+    new = run_new(random.Random(seed * 7 + 1), truth, cv, drift_sd, params, noise)
+    # today's verdict is only compared under the basic noise model it was built for
+    today = run_today(random.Random(seed * 7 + 2), truth, cv, drift_sd) if name in BASIC else None
+    return effective(truth, noise), new, today, stratum
 
 
 # --------------------------------------------------------------------------- scoring
@@ -173,10 +263,19 @@ def score(results, which):
     cost10, n10 = 0.0, 0
     reqs = rounds = restarts = 0.0
     inconclusive = 0
+    neutral = neutral_kept = 0
+    neutral_cost = 0.0
     for truth, new, today, stratum in results:
+        if (new if which == "new" else today) is None:
+            continue
         action, decision, req, rnd, rst = new if which == "new" else today
         gain, tpot, c8 = truth
-        if gain < 0 or c8 < -0.05:
+        if stratum == "neutral":
+            neutral += 1
+            neutral_kept += action == "keep"
+            neutral_cost += req / 4.0
+            continue
+        if gain < 0 or c8 < -C8_TOLERANCE:
             slower += 1
             slower_kept += action == "keep"
         if gain >= 0.40 and tpot <= -0.30 and c8 >= 0 and distance(gain, tpot, c8) >= 0.05:
@@ -190,18 +289,18 @@ def score(results, which):
         rounds += rnd
         restarts += rst
         inconclusive += decision == "inconclusive"
-        if not -0.05 < c8 < 0:
-            if dist >= 0.05:
-                far += 1
-                far_ok += action == want
-            elif dist >= 0.025:
-                mid += 1
-                mid_ok += action == want
+        if dist >= 0.05:
+            far += 1
+            far_ok += action == want
+        elif dist >= 0.025:
+            mid += 1
+            mid_ok += action == want
         if dist >= 0.10:
             n10 += 1
             cost10 += req / 4.0  # two arms x two levels
-    n = float(sum(1 for r in results if r[3] == "matrix"))
-    return {"far": far_ok / max(1, far), "mid": mid_ok / max(1, mid), "n_far": far, "n_mid": mid,
+    n = max(1.0, float(sum(1 for r in results if r[3] == "matrix")))
+    return {"neutral_kept": neutral_kept / max(1, neutral), "neutral_cost": neutral_cost / max(1, neutral),
+            "n_neutral": neutral, "far": far_ok / max(1, far), "mid": mid_ok / max(1, mid), "n_far": far, "n_mid": mid,
             "slower_kept": slower_kept / max(1, slower), "n_slower": slower, "slower_kept_count": slower_kept,
             "good_reverted": good_rev / max(1, good), "n_good": good, "good_reverted_count": good_rev,
             "cost10": cost10 / max(1, n10), "requests": reqs / n, "rounds": rounds / n,
@@ -209,6 +308,9 @@ def score(results, which):
 
 
 def _fmt_row(label, s):
+    if s["n_neutral"]:
+        return ("  %-13s kept %6.2f%% (n=%d) at %5.1f requests/arm/level" % (
+            label, 100 * s["neutral_kept"], s["n_neutral"], s["neutral_cost"]))
     return ("  %-13s far %6.2f%% (n=%d)  mid %6.2f%% (n=%d)  slower kept %5.2f%% (%d/%d)  good reverted %5.2f%% "
             "(%d/%d)  req/arm/level@>=10pts %5.1f  mean requests %5.1f  rounds %4.2f  restarts %4.2f  "
             "inconclusive %4.1f%%" % (label, 100 * s["far"], s["n_far"], 100 * s["mid"], s["n_mid"],
@@ -218,13 +320,24 @@ def _fmt_row(label, s):
                                       100 * s["inconclusive"]))
 
 
+def _md_row(name, s, misses):
+    verdict = "met" if not misses else "missed: " + ", ".join(m.split(" (")[0] for m in misses)
+    if s["n_neutral"]:
+        return "| %s | – | – | – | – | %.1f | – | – | kept %.1f %% (n=%d); %s |" % (
+            name, s["neutral_cost"], 100 * s["neutral_kept"], s["n_neutral"], verdict)
+    return "| %s | %.1f %% (n=%d) | %.1f %% (n=%d) | %.2f %% (%d/%d) | %.2f %% (%d/%d) | %.1f | %.1f | %.1f %% | %s |" % (
+        name, 100 * s["far"], s["n_far"], 100 * s["mid"], s["n_mid"], 100 * s["slower_kept"], s["slower_kept_count"],
+        s["n_slower"], 100 * s["good_reverted"], s["good_reverted_count"], s["n_good"], s["requests"] / 4.0,
+        s["cost10"], 100 * s["inconclusive"], verdict)
+
+
 def _check(name, s):
     misses = []
     for key, goal in TARGETS.get(name, {}).items():
-        bad = s[key] > goal if key in ("slower_kept", "good_reverted", "cost10") else s[key] < goal
+        upper = key in ("slower_kept", "good_reverted", "cost10", "neutral_cost")
+        bad = s[key] > goal if upper else s[key] < goal
         if bad:
-            misses.append("%s %.4g (target %s %g)" % (key, s[key], "<=" if key in (
-                "slower_kept", "good_reverted", "cost10") else ">=", goal))
+            misses.append("%s %.4g (target %s %g)" % (key, s[key], "<=" if upper else ">=", goal))
     return misses
 
 
@@ -236,30 +349,46 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                     help="spec_decide parameter override (tuning)")
+    ap.add_argument("--only", action="append", default=[], metavar="SCENARIO",
+                    help="run only this scenario (repeatable; a prefix of its name)")
+    ap.add_argument("--markdown", action="store_true", help="also print the table docs/verdict.md shows")
     args = ap.parse_args(argv)
     cases = 300 if args.quick else args.cases
     params = {}
     for item in args.param:
         key, _sep, value = item.partition("=")
-        params[key] = float(value)
+        params[key] = value if key == "marginal_action" else float(value)
     failed = []
+    table = []
     t0 = time.time()
     pool = multiprocessing.Pool(args.jobs) if args.jobs > 1 else None
     for idx, scenario in enumerate(SCENARIOS):
+        if args.only and not any(scenario[0].startswith(o) for o in args.only):
+            continue
         strata = ["matrix"] * cases + ["good"] * (cases // 2) + ["slower"] * (cases // 2)
         jobs = [(args.seed * 1000003 + idx * 100000 + k, scenario, params, stratum)
                 for k, stratum in enumerate(strata)]
         results = pool.map(_case, jobs, chunksize=50) if pool else [_case(j) for j in jobs]
         name = scenario[0]
-        print("%s (per-request CV %d%%, per-round drift %d%%), %d matrix cases + %d clearly good + %d truly slower"
-              % (name, 100 * scenario[1], 100 * scenario[2], cases, cases // 2, cases // 2))
+        print("%s (per-request CV %d%%, per-round drift %d%%, %s), %d matrix cases + %d clearly good + %d truly slower"
+              % (name, 100 * scenario[1], 100 * scenario[2], scenario[3] or "no field effects", cases, cases // 2,
+                 cases // 2))
         new = score(results, "new")
         print(_fmt_row("spec_decide", new))
-        print(_fmt_row("today", score(results, "today")))
-        failed += ["%s: %s" % (name, m) for m in _check(name, new)]
+        if name in BASIC:
+            print(_fmt_row("today", score(results, "today")))
+        misses = _check(name, new)
+        failed += ["%s: %s" % (name, m) for m in misses]
+        table.append(_md_row(name, new, misses))
     if pool:
         pool.close()
     print("%.0f s" % (time.time() - t0))
+    if args.markdown:
+        print("")
+        print("| scenario | far agree | mid agree | slower kept | good reverted | req/arm/level (mean) | "
+              "req/arm/level, cases >= 10 pts | inconclusive | targets |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        print("\n".join(table))
     if failed:
         print("TARGETS MISSED: " + "; ".join(failed))
         return 1

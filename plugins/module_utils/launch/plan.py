@@ -14,11 +14,14 @@ afterwards with ``with_headroom``.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import math
+
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.argv import container_argv, native_argv
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import catalog_entry
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import fallback_rungs
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import HIGH_CONCURRENCY, SKILL_LOW_CONCURRENCY
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.prefetch import hub_models
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.rules import plan_launch
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import SpecConfigError
@@ -251,6 +254,30 @@ VERDICT_VARIABLES = {
 }
 
 
+def judged_levels(levels, expected):
+    """(levels to benchmark, the judged level, the regression-check levels): the rule, once.
+
+    * The keep rule is judged at the lowest benchmarked level, or at the operator's expected
+      concurrency when that is above the skill's low-concurrency range (1-2, SKILL_LOW_CONCURRENCY)
+      and above the lowest level; an expected concurrency above the lowest level is benchmarked
+      either way (expected 2 is measured and checked for a regression, the rule judged at 1).
+    * The regression check covers every benchmarked level above the judged one. When none is above
+      it (levels [1], or an expected concurrency at or above the highest level), one is added: the
+      skill's 8 when that is above, else the next power of two above the judged level.
+    """
+    levels = sorted(set(levels))
+    lowest = levels[0]
+    if expected > lowest:
+        levels = sorted(set(levels + [expected]))
+    judge = expected if expected > max(lowest, SKILL_LOW_CONCURRENCY) else lowest
+    above = [level for level in levels if level > judge]
+    if not above:
+        extra = HIGH_CONCURRENCY if HIGH_CONCURRENCY > judge else 2 ** int(math.floor(math.log(judge, 2)) + 1)
+        levels = sorted(set(levels + [extra]))
+        above = [extra]
+    return levels, judge, above
+
+
 def rollout_settings(bench, verdict, ttft=None):
     """The rollout's benchmark and verdict settings, checked before any host changes.
 
@@ -277,19 +304,12 @@ def rollout_settings(bench, verdict, ttft=None):
         levels = sorted(set(int(level) for level in levels))
         if any(level < 1 for level in levels):
             raise ValueError("rollout_bench_concurrency levels must be >= 1, got %r." % (levels,))
-        # Above the skill's low-concurrency range the operator's own concurrency is measured too and
-        # is the level the keep rule judges (the plan refused 8 and above already).
-        expected = int(bench.get("expected_concurrency") or 1)
-        judge = min(levels)
-        if expected > min(levels):
-            levels = sorted(set(levels + [expected]))
-            judge = expected
+        levels, judge, above = judged_levels(levels, int(bench.get("expected_concurrency") or 1))
         ratio = _number("rollout_bench_output_range_ratio", bench.get("output_range_ratio"))
         output_len_bounds(int(bench.get("output_len")), ratio)
     except (TypeError, ValueError) as exc:
         raise LaunchPlanError("rollout_bench_%s" % exc if str(exc).startswith("output_range_ratio") else str(exc))
-    above = [level for level in levels if level > judge]
-    params = dict(verdict, low_concurrency=judge, high_concurrency=max(above) if above else None)
+    params = dict(verdict, low_concurrency=judge, high_concurrency=above if len(above) > 1 else above[0])
     try:
         params = validate(params)
     except ValueError as exc:

@@ -158,7 +158,8 @@ def _first_refusal(refusal):
 
 
 def _levels(verdict):
-    levels = [verdict.get("low_concurrency"), verdict.get("high_concurrency")]
+    high = verdict.get("high_concurrency")
+    levels = [verdict.get("low_concurrency")] + (list(high) if isinstance(high, list) else [high])
     return " and ".join(str(level) for level in levels if level is not None) or "?"
 
 

@@ -22,7 +22,9 @@ from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import
 
 SCHEMA_VERSION = 1
 FAILED_STATUSES = ("unreachable", "failed", "error")
-DECISION_ORDER = ("keep", "marginal", "revert", "inconclusive", "refused", "held", "failed", "unreachable", "unknown")
+# A marginal result kept by the operator's marginal_action: keep (the keep bar was not met).
+KEPT_BELOW_BAR = "kept below the keep bar"
+DECISION_ORDER = ("keep", KEPT_BELOW_BAR, "marginal", "revert", "inconclusive", "refused", "held", "failed", "unreachable", "unknown")
 MEDIAN_FIELDS = ("c1_tok_s_before", "c1_tok_s_after", "c1_gain", "tpot_p50_before", "tpot_p50_after",
                  "tpot_drop", "c8_tok_s_before", "c8_tok_s_after", "acceptance_rate")
 
@@ -64,7 +66,7 @@ def host_row(record, low=1, high=8):
         "model": facts.get("model"),
         "simulated": bool(record.get("simulated")),
         "status": status,
-        "decision": verdict.get("decision") or status,
+        "decision": decision_name(verdict, status),
         "action": verdict.get("action"),
         "flagged": bool(verdict.get("flagged")),
         "c1_tok_s_before": b_lo and b_lo["throughput_tok_s"],
@@ -157,9 +159,18 @@ def host_label(row):
     return row["host"] + (" (SIMULATED)" if row["simulated"] else "")
 
 
+def decision_name(verdict, status):
+    """The verdict's decision, except a marginal result that was kept: that is "kept below the keep bar"
+    (marginal_action: keep), never just "marginal", which reads as if the skill's bar had been met."""
+    decision = verdict.get("decision") or status
+    if decision == "marginal" and verdict.get("action") == "keep":
+        return KEPT_BELOW_BAR
+    return decision
+
+
 def decision_label(row):
     label = row["decision"]
-    if row.get("action") and row["action"] != row["decision"]:
+    if row.get("action") and row["action"] != row["decision"] and row["decision"] != KEPT_BELOW_BAR:
         label += " → " + row["action"]
     if row.get("flagged"):
         label += " ⚑"

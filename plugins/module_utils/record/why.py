@@ -86,11 +86,18 @@ def evidence(verdict, rounds=None):
         return None
     metrics = verdict.get("metrics") if isinstance(verdict.get("metrics"), dict) else {}
     parts = []
-    for key, label in ESTIMATE_LABELS:
+    # every regression level below the highest (spec_decide's throughput_change_c<N>), then the highest
+    labels = list(ESTIMATE_LABELS[:2]) + sorted(((key, "throughput c=%s") for key in estimates
+                                                if re.match(r"^throughput_change_c\d+$", str(key))),
+                                               key=lambda kv: int(kv[0].rsplit("c", 1)[1])) + [ESTIMATE_LABELS[2]]
+    for key, label in labels:
         est = estimates.get(key)
         if not isinstance(est, dict):
             continue
-        level = metrics.get("high_concurrency" if key.startswith("c8") else "low_concurrency") or "?"
+        if key.startswith("throughput_change_c"):
+            level = key.rsplit("c", 1)[1]
+        else:
+            level = metrics.get("high_concurrency" if key.startswith("c8") else "low_concurrency") or "?"
         try:
             parts.append("%s %s (%s to %s)" % (label % level, _pct(est["point"]), _pct(est["low"]), _pct(est["high"])))
         except (KeyError, TypeError, ValueError):

@@ -32,12 +32,22 @@ concurrency).
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict import inputs
+
 # n-gram lookup runs on the CPU once per step whatever k is
 CONSTANT_COST_METHODS = ("ngram", "ngram_gpu", "suffix")
 
 
 class ChooseKError(ValueError):
     """The inputs cannot support a k choice; the message says what is missing."""
+
+
+def _checked(check, value, where):
+    """verdict/inputs.py's check, its InputError as a ChooseKError (the filter's error)."""
+    try:
+        return check(value, where)
+    except inputs.InputError as exc:
+        raise ChooseKError(str(exc))
 
 
 def _median(values):
@@ -54,16 +64,16 @@ def _as_list(result):
     return [result] if result else []
 
 
-def _level(result, concurrency):
+def _level(result, concurrency, role="candidate"):
     for run in (result or {}).get("runs") or []:
         if isinstance(run, dict) and run.get("concurrency") == concurrency:
-            return run
+            return _checked(inputs.check_run, run, "the %s result's concurrency %d" % (role, concurrency))
     return None
 
 
 def _level_numbers(results, concurrency, role):
     """Median TPOT, TTFT (seconds), throughput, tokens per request over repeats."""
-    runs = [_level(r, concurrency) for r in _as_list(results)]
+    runs = [_level(r, concurrency, role) for r in _as_list(results)]
     runs = [r for r in runs if r and r.get("completed")]
     if not runs:
         raise ChooseKError("the %s result has no completed run at concurrency %d: benchmark it at "
@@ -79,7 +89,7 @@ def _level_numbers(results, concurrency, role):
             "tokens": per_request}
 
 
-def _spec_counts(results, concurrency):
+def _spec_counts(results, concurrency, role="candidate"):
     """(drafts, per-position rates) pooled over repeats, preferring the level's counters.
 
     Pooling weights each repeat by its draft steps, which is what one longer run
@@ -87,8 +97,10 @@ def _spec_counts(results, concurrency):
     drafts_total = 0.0
     weighted = []
     for result in _as_list(results):
-        run = _level(result, concurrency) or {}
+        run = _level(result, concurrency, role) or {}
         spec = run.get("spec_decode") or result.get("spec_decode")
+        if spec:
+            _checked(inputs.check_spec, spec, "the %s result's spec_decode" % role)
         if not spec or not spec.get("drafts"):
             continue
         drafts = float(spec["drafts"])
@@ -187,7 +199,7 @@ def _other_steps(others, k_measured, concurrency):
             raise ChooseKError("others: k=%r must be an integer between 1 and k_measured - 1 (%d)"
                                % (k, k_measured - 1))
         numbers = _level_numbers(item["result"], concurrency, "k=%d" % k)
-        drafts, rates = _spec_counts(item["result"], concurrency)
+        drafts, rates = _spec_counts(item["result"], concurrency, "k=%d" % k)
         if drafts:
             length = acceptance_lengths(rates, k)[k]
             steps.append((k, numbers["tpot"] * length))

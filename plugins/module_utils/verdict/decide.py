@@ -43,16 +43,17 @@ import math
 
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson import conditions
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict import evidence as ev
-from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import validate
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict import inputs
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import high_levels, validate
 
 ARMS = ("baseline", "candidate")
 DECISIONS = ("keep", "revert", "marginal", "continue", "inconclusive")
 COMPARISONS = ("gain_keep", "drop_keep", "gain_revert_ok", "c8_regressed")
 LABELS = {
-    "gain_keep": "the %s throughput keep threshold",
-    "drop_keep": "the %s TPOT keep threshold",
-    "gain_revert_ok": "the %s throughput revert threshold",
-    "c8_regressed": "the high-concurrency regression check (tolerance %s)",
+    "gain_keep": "the %s throughput keep threshold at concurrency %s",
+    "drop_keep": "the %s TPOT keep threshold at concurrency %s",
+    "gain_revert_ok": "the %s throughput revert threshold at concurrency %s",
+    "c8_regressed": "the regression check at concurrency %s (tolerance %s)",
 }
 
 
@@ -76,7 +77,8 @@ def _rounds_evidence(rounds, p):
     """Validate the rounds and extract per-level evidence; raise ValueError on malformed input."""
     if not isinstance(rounds, (list, tuple)):
         raise ValueError("spec_decide: the input must be the list of rounds, got %s" % type(rounds).__name__)
-    levels = [p["low_concurrency"]] + ([p["high_concurrency"]] if p["high_concurrency"] is not None else [])
+    # the judged level first, then every regression-check level (docs/verdict.md states the rule)
+    levels = [p["low_concurrency"]] + high_levels(p)
     out = []
     for i, rnd in enumerate(rounds):
         if not isinstance(rnd, dict) or rnd.get("arm") not in ARMS or not isinstance(rnd.get("result"), dict):
@@ -84,6 +86,8 @@ def _rounds_evidence(rounds, p):
                              "<vllm_bench result>}, got %r" % (i + 1, rnd if not isinstance(rnd, dict)
                                                                else sorted(rnd)))
         wall = ev.number(rnd.get("wall_s"), "round %d wall_s" % (i + 1))
+        if rnd["result"].get("spec_decode") is not None:
+            inputs.check_spec(rnd["result"]["spec_decode"], "round %d (%s) spec_decode" % (i + 1, rnd["arm"]))
         samples = rnd["result"].get("conditions")
         item = {"arm": rnd["arm"], "levels": {}, "wall_s": wall,
                 "acceptance": ev.acceptance_rate(rnd["result"]), "requests": 0,
@@ -149,6 +153,21 @@ def _failures(rounds):
     return out
 
 
+def fisher_greater(bad_c, n_c, bad_b, n_b):
+    """One-sided Fisher exact test: P(the candidate fails >= bad_c of n_c requests) when both arms
+    fail at one common rate, given bad_c + bad_b failures among n_c + n_b requests (hypergeometric
+    tail, in logs so 2,400 requests do not overflow)."""
+    total, failures = n_c + n_b, bad_c + bad_b
+
+    def log_comb(n, k):
+        return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+    denom = log_comb(total, n_c)
+    top = min(failures, n_c)
+    return min(1.0, math.fsum(math.exp(log_comb(failures, x) + log_comb(total - failures, n_c - x) - denom)
+                              for x in range(bad_c, top + 1)))
+
+
 # --------------------------------------------------------------------------- estimates
 
 def _effect(rounds, level, key, p):
@@ -177,6 +196,18 @@ def _effect(rounds, level, key, p):
     return means["candidate"] - means["baseline"], se, drift
 
 
+def change_key(level, levels):
+    """The estimate's name of the throughput change at a regression level: ``c8_throughput_change`` for the
+    highest (the skill's c=8 check, the name records and reports read), ``throughput_change_c<N>`` for
+    every other level checked."""
+    return "c8_throughput_change" if level == max(levels[1:]) else "throughput_change_c%d" % level
+
+
+def regression_estimates(est, levels):
+    """[(level, estimate)] of every regression level, lowest level first."""
+    return [(level, est[change_key(level, levels)]) for level in levels[1:] if change_key(level, levels) in est]
+
+
 def _estimates(rounds, levels, p):
     z = p["z"]
     out = {}
@@ -186,10 +217,11 @@ def _estimates(rounds, levels, p):
     diff, se, drift = _effect(rounds, levels[0], "tpot", p)
     out["c1_tpot_drop"] = {"point": 1 - math.exp(diff), "low": 1 - math.exp(diff + z * se),
                            "high": 1 - math.exp(diff - z * se), "round_drift": drift}
-    if len(levels) > 1:
-        diff, se, drift = _effect(rounds, levels[1], "thr", p)
-        out["c8_throughput_change"] = {"point": math.exp(diff) - 1, "low": math.exp(diff - z * se) - 1,
-                                       "high": math.exp(diff + z * se) - 1, "round_drift": drift}
+    zr = p["regression_z"] if p["regression_z"] is not None else z
+    for level in levels[1:]:
+        diff, se, drift = _effect(rounds, level, "thr", p)
+        out[change_key(level, levels)] = {"point": math.exp(diff) - 1, "low": math.exp(diff - zr * se) - 1,
+                                          "high": math.exp(diff + zr * se) - 1, "round_drift": drift}
     return out
 
 
@@ -204,14 +236,21 @@ def _side(est, threshold):
     return None
 
 
-def _tri_states(est, p):
-    c8 = est.get("c8_throughput_change")
-    above_tol = None if c8 is None else _side(c8, -p["c8_regression_tolerance"])
+def _tri_states(est, p, levels):
+    """Settled (True/False) or open (None) per comparison; c8_regressed over every regression level:
+    a regression as soon as one level's interval lies below -tolerance, none once every level's lies above."""
+    sides = [_side(change, -p["c8_regression_tolerance"]) for _level, change in regression_estimates(est, levels)]
+    if not sides or all(side is True for side in sides):
+        regressed = False
+    elif any(side is False for side in sides):
+        regressed = True
+    else:
+        regressed = None
     return {
         "gain_keep": _side(est["c1_throughput_gain"], p["keep_throughput_gain"]),
         "drop_keep": _side(est["c1_tpot_drop"], p["keep_tpot_drop"]),
         "gain_revert_ok": _side(est["c1_throughput_gain"], p["revert_throughput_gain"]),
-        "c8_regressed": False if c8 is None else (None if above_tol is None else not above_tol),
+        "c8_regressed": regressed,
     }
 
 
@@ -297,10 +336,13 @@ def _budget_left(rounds, usage, p, levels):
 
 # --------------------------------------------------------------------------- main entry
 
-def _result(decision, action, p, reasons, usage, estimates=None, rounds=None, flagged=None, open_names=()):
+def _result(decision, action, p, reasons, usage, estimates=None, rounds=None, flagged=None, open_names=(),
+            rule=None):
     out = {
         "decision": decision,
         "action": action,
+        # the id of the rule that ended the verdict (verdict.failure_rate, ...), None for the plain keep/revert rule
+        "rule": rule,
         "flagged": bool(flagged) if flagged is not None else decision in ("marginal", "inconclusive"),
         "next_round": None,
         "estimates": estimates or {},
@@ -316,7 +358,8 @@ def _result(decision, action, p, reasons, usage, estimates=None, rounds=None, fl
         "metrics": {
             "c1_throughput_gain": None, "c1_tpot_drop": None, "c8_throughput_change": None,
             "acceptance_rate": None, "low_concurrency": p["low_concurrency"],
-            "high_concurrency": p["high_concurrency"],
+            "high_concurrency": max(high_levels(p)) if high_levels(p) else None,
+            "regression_levels": high_levels(p),
         },
     }
     for key, est in (estimates or {}).items():
@@ -338,14 +381,17 @@ def _result(decision, action, p, reasons, usage, estimates=None, rounds=None, fl
     return out
 
 
-def _continue_or_stop(rounds, usage, p, levels, reasons, estimates=None, open_names=()):
-    """Ask for another round, or stop as inconclusive when the budget is spent."""
+def _continue_or_stop(rounds, usage, p, levels, reasons, estimates=None, open_names=(), unsettled=None):
+    """Ask for another round, or stop as inconclusive when the budget is spent (``unsettled``: the
+    thresholds the interval still straddles, named in the conclusion: the report leads with it)."""
     spent = _budget_left(rounds, usage, p, levels)
     if spent is None:
         return _result("continue", "measure_more", p, reasons, usage, estimates, rounds, False, open_names)
-    reasons.append("Inconclusive: %s. Reverting as the conservative default (speculation stays off unless it "
-                   "is shown to help); flagged for a human look." % spent)
-    return _result("inconclusive", "revert", p, reasons, usage, estimates, rounds, True, open_names)
+    reasons.append("Inconclusive: %s%s. Reverting as the conservative default (speculation stays off unless it "
+                   "is shown to help); flagged for a human look."
+                   % (spent, ", and the interval still straddles " + unsettled if unsettled else ""))
+    return _result("inconclusive", "revert", p, reasons, usage, estimates, rounds, True, open_names,
+                   rule="verdict.inconclusive")
 
 
 def _count_of(number, noun):
@@ -363,20 +409,25 @@ def _describe(est, p):
            % (p["low_concurrency"], "dropped" if est["c1_tpot_drop"]["point"] >= 0 else "rose",
               _pct(abs(est["c1_tpot_drop"]["point"])).lstrip("+"), _pct(est["c1_tpot_drop"]["low"]),
               _pct(est["c1_tpot_drop"]["high"]), _thr(p["keep_tpot_drop"]))]
-    c8 = est.get("c8_throughput_change")
-    if c8 is None:
-        out.append("No high-concurrency check was requested (high_concurrency is null).")
-    else:
+    levels = [p["low_concurrency"]] + high_levels(p)
+    if len(levels) == 1:
+        out.append("No regression check: no level above concurrency %d was measured (high_concurrency is null)."
+                   % p["low_concurrency"])
+    for level, change in regression_estimates(est, levels):
         out.append("Throughput at concurrency %d changed %s (interval %s to %s); a drop beyond %s is a "
-                   "regression." % (p["high_concurrency"], _pct(c8["point"]), _pct(c8["low"]), _pct(c8["high"]),
-                                    _thr(p["c8_regression_tolerance"])))
+                   "regression, within it none." % (level, _pct(change["point"]), _pct(change["low"]),
+                                                    _pct(change["high"]), _thr(p["c8_regression_tolerance"])))
     return out
 
 
-def _open_sentence(open_names, p):
-    args = {"gain_keep": _thr(p["keep_throughput_gain"]), "drop_keep": _thr(p["keep_tpot_drop"]),
-            "gain_revert_ok": _thr(p["revert_throughput_gain"]),
-            "c8_regressed": _thr(p["c8_regression_tolerance"])}
+def _open_sentence(open_names, p, est=None):
+    levels = [p["low_concurrency"]] + high_levels(p)
+    straddling = [str(level) for level, change in regression_estimates(est or {}, levels)
+                  if _side(change, -p["c8_regression_tolerance"]) is None] or [str(c) for c in levels[1:]]
+    args = {"gain_keep": (_thr(p["keep_throughput_gain"]), p["low_concurrency"]),
+            "drop_keep": (_thr(p["keep_tpot_drop"]), p["low_concurrency"]),
+            "gain_revert_ok": (_thr(p["revert_throughput_gain"]), p["low_concurrency"]),
+            "c8_regressed": (", ".join(straddling), _thr(p["c8_regression_tolerance"]))}
     return ", ".join(LABELS[n] % args[n] for n in open_names)
 
 
@@ -402,8 +453,22 @@ def _decide(data, aside, usage, fails, levels, p):
     bad, total = fails["candidate"]
     if total and bad > p["max_failed_ratio"] * total:
         return _result("revert", "revert", p, [
-            "The candidate failed %d of %d requests (%.1f%% > max_failed_ratio %s), so it is reverted."
-            % (bad, total, 100.0 * bad / total, _thr(p["max_failed_ratio"]))], usage, None, data, True)
+            "Revert (verdict.failed_ratio): the candidate failed %d of %d requests (%.1f%% > max_failed_ratio %s)."
+            % (bad, total, 100.0 * bad / total, _thr(p["max_failed_ratio"]))], usage, None, data, True,
+            rule="verdict.failed_ratio")
+    bad, total = fails["candidate"]
+    bad_b, total_b = fails["baseline"]
+    if total and total_b and bad * total_b > bad_b * total:
+        # Failures beyond the baseline's, beyond chance: a revert reason of its own.  Fast failures
+        # barely move throughput per occupied second, and no user wants the errors.
+        pvalue = fisher_greater(bad, total, bad_b, total_b)
+        if pvalue < p["failure_alpha"]:
+            return _result("revert", "revert", p, [
+                "Revert (verdict.failure_rate): the candidate failed %d of %d requests (%.1f%%) against the "
+                "baseline's %d of %d (%.1f%%), more than chance explains (one-sided Fisher exact test p = %.2g "
+                "< failure_alpha %g)." % (bad, total, 100.0 * bad / total, bad_b, total_b, 100.0 * bad_b / total_b,
+                                          pvalue, p["failure_alpha"])],
+                usage, None, data, True, rule="verdict.failure_rate")
     bad, total = fails["baseline"]
     if total and bad > p["max_failed_ratio"] * total:
         reasons = ["The baseline itself failed %d of %d requests (%.1f%% > max_failed_ratio %s); the host "
@@ -426,7 +491,7 @@ def _decide(data, aside, usage, fails, levels, p):
 
     est = _estimates(data, levels, p)
     reasons = _describe(est, p)
-    tri = _tri_states(est, p)
+    tri = _tri_states(est, p, levels)
     open_names, possible = possible_decisions(tri)
     actions = set(p["marginal_action"] if d == "marginal" else d for d in possible)
     reasons.append("%d rounds (%d baseline, %d candidate%s), %d requests, %s; per-round drift about "
@@ -435,8 +500,9 @@ def _decide(data, aside, usage, fails, levels, p):
                       ", %d set aside" % len(aside) if aside else "", usage["requests"],
                       _count_of(usage["restarts"], "restart"), 100 * est["c1_throughput_gain"]["round_drift"], p["z"]))
     if len(actions) > 1:
-        reasons.append("Not settled yet: the interval still straddles %s." % _open_sentence(open_names, p))
-        return _continue_or_stop(data, usage, p, levels, reasons, est, open_names)
+        reasons.append("Not settled yet: the interval still straddles %s." % _open_sentence(open_names, p, est))
+        return _continue_or_stop(data, usage, p, levels, reasons, est, open_names,
+                                 unsettled=_open_sentence(open_names, p, est))
     if len(data) < p["min_rounds"] and not p["final"]:
         # Every interval rests on the drift between rounds; until one arm has been measured twice
         # that is only the prior, and a board that wanders 15 % between rounds would be judged on 3 %.
@@ -446,16 +512,26 @@ def _decide(data, aside, usage, fails, levels, p):
         return _continue_or_stop(data, usage, p, levels, reasons, est, open_names)
     action = actions.pop()
     decision = possible.pop() if len(possible) == 1 else "marginal"
-    if decision == "marginal":
+    rule = None
+    if decision == "marginal" and action == "keep":
+        # Only with marginal_action: keep, the operator's choice: the skill's keep bar was not shown.
+        rule = "verdict.below_keep_bar"
+        reasons.append("Kept below the keep bar (verdict.below_keep_bar): the skill keeps only when throughput "
+                       "gains at least +%s and TPOT drops at least %s over the whole interval, which %s; kept "
+                       "because marginal_action is keep (the operator's choice; the default reverts)."
+                       % (_thr(p["keep_throughput_gain"]), _thr(p["keep_tpot_drop"]),
+                          "was not settled for " + _open_sentence(open_names, p, est) if open_names
+                          else "the interval shows it falls short of"))
+    elif decision == "marginal":
         if open_names:
-            reasons.append("Marginal: %s is not settled, but every outcome leads to the same action '%s' "
-                           "(marginal_action), so no more rounds are needed."
-                           % (_open_sentence(open_names, p), action))
+            reasons.append("Revert, below the keep bar: %s is not settled, but every outcome leads to the same "
+                           "action '%s' (marginal_action), so no more rounds are needed."
+                           % (_open_sentence(open_names, p, est), action))
         else:
-            reasons.append("Marginal: between the revert and keep thresholds or short of the TPOT target; "
-                           "action is '%s' (marginal_action)." % action)
+            reasons.append("Revert, below the keep bar: between the revert and keep thresholds or short of the "
+                           "TPOT target; action is '%s' (marginal_action)." % action)
     elif decision == "keep":
         reasons.append("Keep: every keep condition holds over the whole interval.")
     else:
         reasons.append("Revert: the interval shows a revert condition.")
-    return _result(decision, action, p, reasons, usage, est, data, None, open_names)
+    return _result(decision, action, p, reasons, usage, est, data, None, open_names, rule=rule)

@@ -16,31 +16,24 @@ __metaclass__ = type
 
 import math
 
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict import inputs
+
 # Standard error of a sample median relative to that of the mean for a
 # normal (here: log-normal) sample: sqrt(pi / 2).
 MEDIAN_SE_FACTOR = 1.2533
 
 
-class EvidenceError(ValueError):
+class EvidenceError(inputs.InputError):
     """A benchmark result that cannot be evidence (negative or non-numeric numbers)."""
 
 
 def number(value, what):
-    """Float or None (missing); negative or non-numeric values are refused naming ``what``."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        raise EvidenceError("%s must be a number, got %r" % (what, value))
+    """Float or None (missing); NaN, inf, negative or non-numeric values are refused naming ``what``
+    (the one check, verdict/inputs.py)."""
     try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise EvidenceError("%s must be a number, got %r" % (what, value))
-    if math.isnan(out) or math.isinf(out):
-        raise EvidenceError("%s must be a finite number, got %r" % (what, value))
-    if out < 0:
-        raise EvidenceError("%s must not be negative, got %r: a benchmark cannot measure a "
-                            "negative rate or time; check where the result came from" % (what, value))
-    return out
+        return inputs.number(value, what)
+    except inputs.InputError as exc:
+        raise EvidenceError(str(exc))
 
 
 def find_run(result, concurrency):
@@ -71,17 +64,19 @@ def _median(values):
     return data[mid] if n % 2 else (data[mid - 1] + data[mid]) / 2.0
 
 
-def _ok_requests(run, where):
-    out = []
-    for i, req in enumerate(run.get("requests") or []):
-        if not isinstance(req, dict) or not req.get("ok"):
-            continue
-        what = "%s request %d" % (where, i)
-        tok = number(req.get("output_tokens"), what + " output_tokens")
-        e2e = number(req.get("e2e_ms"), what + " e2e_ms")
-        tpot = number(req.get("tpot_ms"), what + " tpot_ms")
-        out.append((tok, e2e, tpot))
-    return out
+def _requests(run, where):
+    """(ok requests as (tokens, e2e_ms, tpot_ms), failed requests' occupied ms or None each).
+
+    ``run`` was checked (inputs.check_run): ``ok`` is a real boolean and every number finite."""
+    ok, failed = [], []
+    for req in run.get("requests") or []:
+        if req["ok"]:
+            ok.append((req.get("output_tokens"), req.get("e2e_ms"), req.get("tpot_ms")))
+        else:
+            start, end = req.get("start_s"), req.get("end_s")
+            failed.append(1000.0 * (end - start) if start is not None and end is not None and end >= start
+                          else None)
+    return ok, failed
 
 
 _CACHE = {}
@@ -115,6 +110,7 @@ def _level_evidence(run, where, request_cv_prior):
     usable.  Without per-request data (an older vllm_bench) the variances come
     from ``request_cv_prior`` and the request count.
     """
+    inputs.check_run(run, where)
     concurrency = int(run.get("concurrency") or 1)
     completed = int(number(run.get("completed"), where + " completed") or 0)
     failed = int(number(run.get("failed"), where + " failed") or 0)
@@ -123,7 +119,7 @@ def _level_evidence(run, where, request_cv_prior):
     tpot_p50 = number(run.get("tpot_ms_p50"), where + " tpot_ms_p50")
     ev = {"completed": completed, "failed": failed, "duration_s": duration,
           "thr": None, "thr_var": None, "tpot": None, "tpot_var": None, "per_request": False}
-    reqs = _ok_requests(run, where)
+    reqs, failed_ms = _requests(run, where)
     prior_var = request_cv_prior ** 2 / max(1, completed)
     if thr:
         # Without per-request data: the level's own tokens / duration.
@@ -136,16 +132,24 @@ def _level_evidence(run, where, request_cv_prior):
             # rate while all streams are busy.  tokens / duration also carries
             # the ragged end of the last wave (a few long requests finishing
             # alone), which at c=8 and 30 prompts doubled the round-to-round
-            # noise without saying anything about speculation.  Failed
-            # requests delivered nothing: the fraction that succeeded scales
-            # the rate, so failures count against the arm that failed them.
-            ratio = tok_sum / math.fsum(e for _t, e in pairs)
-            share_ok = float(len(pairs)) / max(len(pairs), completed + failed)
-            ev["thr"] = math.log(concurrency * ratio * 1000.0 * share_ok)
+            # noise without saying anything about speculation.
+            # A failed request delivered nothing but occupied its stream: it
+            # costs the time it took, and at least what a successful request
+            # takes (the client has to send it again).  A request that hung to
+            # the 120 s deadline then costs 120 s, not nothing (a candidate
+            # that timed out 3 % of its requests was kept although slower).
+            floor = _median([e for _t, e in pairs])
+            charged = [(0.0, max(ms, floor) if ms is not None else floor) for ms in failed_ms]
+            # Failures the per-request list does not hold (an older result) cost a typical request each.
+            missing = max(0, failed - len(failed_ms))
+            charged += [(0.0, floor)] * missing
+            every = pairs + charged
+            ratio = tok_sum / math.fsum(e for _t, e in every)
+            ev["thr"] = math.log(concurrency * ratio * 1000.0)
             # Relative variance of the ratio estimator (delta method), from
-            # the spread of the requests themselves.
-            mean_tok = tok_sum / len(pairs)
-            ev["thr_var"] = _var([(t - ratio * e) / mean_tok for t, e in pairs]) / len(pairs)
+            # the spread of the requests themselves (failures included).
+            mean_tok = tok_sum / len(every)
+            ev["thr_var"] = _var([(t - ratio * e) / mean_tok for t, e in every]) / len(every)
             ev["per_request"] = True
     tpots = [p for _t, _e, p in reqs if p]
     if len(tpots) >= 2:

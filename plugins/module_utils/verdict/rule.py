@@ -37,6 +37,9 @@ DEFAULTS = dict((key, DECIDE_DEFAULTS[key]) for key in (
     "keep_throughput_gain", "keep_tpot_drop", "revert_throughput_gain", "c8_regression_tolerance",
     "marginal_action", "low_concurrency", "high_concurrency", "acceptance_advisory"))
 DEFAULTS.update(noise_cv=0.03, z=2.0, final=False)
+# The superseded verdict keeps its own defaults for the two the sequential one changed (#31, #30): its
+# point-estimate rule has no equivalence margin and no budget to settle a keep bar with.
+DEFAULTS.update(c8_regression_tolerance=0.0, marginal_action="keep")
 
 DECISIONS = ("keep", "revert", "marginal", "repeat")
 

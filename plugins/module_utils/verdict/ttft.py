@@ -15,6 +15,7 @@ __metaclass__ = type
 
 import math
 
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict import inputs
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.evidence import find_run
 
 ACTIONS = ("flag", "revert")
@@ -52,19 +53,19 @@ def arm_ttft(rounds, arm, concurrency):
     ``rounds``: ``[{arm, result}]``. A result without per-request data gives its run's
     ``ttft_ms_p50`` once per round."""
     values = []
-    for rnd in rounds or []:
+    for i, rnd in enumerate(rounds or []):
         if rnd.get("arm") != arm:
             continue
         run = find_run(rnd.get("result"), concurrency)
         if run is None:
             continue
+        # the one check (verdict/inputs.py): ok "false" is no success, ttft_ms inf no number
+        inputs.check_run(run, "round %d (%s) concurrency %s" % (i + 1, arm, concurrency))
         requests = run.get("requests")
         if isinstance(requests, list) and requests:
-            values += [float(r["ttft_ms"]) for r in requests
-                       if isinstance(r, dict) and r.get("ok") and isinstance(r.get("ttft_ms"), (int, float))]
-        elif isinstance(run.get("ttft_ms_p50"), (int, float)):
+            values += [float(r["ttft_ms"]) for r in requests if r["ok"] and r.get("ttft_ms") is not None]
+        elif run.get("ttft_ms_p50") is not None:
             values.append(float(run["ttft_ms_p50"]))
-    values = [v for v in values if v >= 0 and not math.isnan(v)]
     return _median(values) if values else None
 
 

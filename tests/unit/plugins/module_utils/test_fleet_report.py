@@ -25,6 +25,7 @@ RECORDS = [
     rec("thor-01", "thor", (28.0, 35.0), (42.0, 23.0), "keep"),
     rec("thor-03", "thor", (29.0, 34.0), (31.0, 33.0), "revert"),
     rec("agx-01", "orin-agx", (20.0, 50.0), (25.0, 41.0), "marginal", action="keep", flagged=True),
+    rec("agx-02", "orin-agx", (20.0, 50.0), (21.0, 48.0), "marginal", action="revert", flagged=True),
     {"host": "nano-01", "facts": {"family": "orin-nano"}, "status": "unreachable", "error": "ssh: timed out"},
 ]
 
@@ -58,7 +59,9 @@ def test_grouping_and_family_medians():
     assert thor["medians"]["c1_tok_s_before"] == 29.0 and thor["medians"]["c1_tok_s_after"] == 42.0
     nano = rep["families"]["orin-nano"]
     assert nano["measured"] == 0 and nano["medians"]["c1_gain"] is None  # unreachable hosts stay out of medians
-    assert rep["summary"] == {"hosts": 6, "decisions": {"keep": 2, "revert": 1, "marginal": 1, "unreachable": 1},
+    # #30 item 7: a marginal result that was kept is named so, never just "marginal"
+    assert rep["summary"] == {"hosts": 7, "decisions": {"keep": 2, "revert": 1, "kept below the keep bar": 1,
+                                                        "marginal": 1, "unreachable": 1},
                               "simulated": 1, "missing": 1, "time_scales": []}
     assert rep["missing_hosts"] == ["ghost-9"]
 
@@ -66,12 +69,13 @@ def test_grouping_and_family_medians():
 def test_markdown_tables_and_problem_hosts():
     md = fr.render_markdown(report())
     assert md.startswith("# jetson.specdec fleet report\n")
-    assert "2 keep, 1 marginal, 1 revert, 1 unreachable, 1 without a record" in md
+    assert "2 keep, 1 kept below the keep bar, 1 marginal, 1 revert, 1 unreachable, 1 without a record" in md
     thor = md.split("## thor (3 hosts)")[1]
     # rows sorted by host inside the family, then the median row
     assert thor.index("thor-01 |") < thor.index("thor-02 (SIMULATED)") < thor.index("thor-03") < thor.index("median of 3")
     assert "| thor-01 | keep | 28.0 → 42.0 | +50.0% | 35.0 → 23.0 | +34.3% | 168.0 → 252.0 | – |" in md
-    assert "marginal → keep ⚑" in md
+    assert "| agx-01 | kept below the keep bar ⚑ |" in md and "marginal → keep" not in md
+    assert "| agx-02 | marginal → revert ⚑ |" in md
     problems = md.split("## Unreachable or failed hosts")[1]
     assert "| nano-01 | unreachable | ssh: timed out |" in problems
     assert "| ghost-9 | no record |" in problems
@@ -95,7 +99,7 @@ def test_html_escapes_and_embeds_chart():
 
 def test_chart_series_skips_failed_hosts():
     labels = [s["label"] for s in fr.chart_series(report())]
-    assert labels == ["agx-01", "thor-01", "thor-02 (SIMULATED)", "thor-03"]
+    assert labels == ["agx-01", "agx-02", "thor-01", "thor-02 (SIMULATED)", "thor-03"]
 
 
 def test_medians_take_only_hosts_with_both_arms_and_a_family_without_any_has_no_median_row():

@@ -204,3 +204,20 @@ def test_a_ladder_that_ran_out_of_kv_cache_says_so_in_the_next_step(causes, expe
     assert expected in why["next_step"]
     if expected == "KV cache did not fit":
         assert "max_model_len" in why["next_step"]
+
+
+def test_evidence_lists_every_regression_level_lowest_first():
+    from ansible_collections.jetson.specdec.plugins.module_utils.record.why import evidence
+    est = {"point": 0.1, "low": 0.0, "high": 0.2}
+    verdict = {"estimates": {"c1_throughput_gain": est, "c1_tpot_drop": est, "throughput_change_c8": est,
+                             "throughput_change_c2": est, "c8_throughput_change": est},
+               "metrics": {"low_concurrency": 1, "high_concurrency": 16}, "rounds_used": 3}
+    text = evidence(verdict)
+    assert text.index("throughput c=2 ") < text.index("throughput c=8 ") < text.index("throughput c=16 ")
+
+
+def test_a_host_kept_below_the_keep_bar_leads_with_that_name():
+    from .test_verdict_decide import drive
+    verdict, _rounds = drive({"gain": 0.20, "tpot": -0.45, "c8": 0.20}, marginal_action="keep")
+    out = explain({"status": "kept", "verdict": verdict})
+    assert out["why"][0].startswith("Kept below the keep bar (verdict.below_keep_bar)")
