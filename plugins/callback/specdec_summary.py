@@ -21,10 +21,15 @@ description:
   - In check mode (C(--check)) it adds, per host, what a real run would do (the speculation it would start, its
     ladder and round budget, or the refusal) under a DRY RUN line.
   - It does not need C(show_custom_stats).
+  - "When the run is interrupted (Ctrl-C, C(timeout -s INT)) Ansible sends no end-of-play statistics: it prints,
+    on the way out, what it saw of each host instead - the last record published and the task the host was in - and
+    that the next run resumes a host left C(pending) (its last good config is put back first)."
 requirements:
   - Enable it in C(ansible.cfg) with C(callbacks_enabled = jetson.specdec.specdec_summary) in the C([defaults])
     section, or with the environment variable C(ANSIBLE_CALLBACKS_ENABLED=jetson.specdec.specdec_summary).
 """
+
+import atexit
 
 from ansible.plugins.callback import CallbackBase
 
@@ -116,13 +121,67 @@ def summary_lines(stats):
     return lines
 
 
+def interrupted_lines(records, tasks):
+    """What an interrupted run can say per host: its last published record and the task it was in."""
+    hosts = sorted(set(records) | set(tasks))
+    if not hosts:
+        return []
+    out = ["The run was interrupted: Ansible gives no end-of-play results. What this controller saw per host:"]
+    for host in hosts:
+        record = records.get(host) or {}
+        status = record.get("status") or "no record yet"
+        decision = ((record.get("verdict") or {}).get("decision")) if isinstance(record.get("verdict"), dict) else None
+        out.append("  %s: %s%s; last task: %s" % (host, status, " (%s)" % decision if decision else "",
+                                                 tasks.get(host) or "none"))
+    out.append("A host in the middle of its rollout stays 'pending' with its lock: the next run from this controller "
+               "takes the lock over (its process is gone) and puts the last good config back first; "
+               "'jetson.specdec.revert' takes it over at any time.")
+    return out
+
+
 class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = "aggregate"
     CALLBACK_NAME = "jetson.specdec.specdec_summary"
     CALLBACK_NEEDS_ENABLED = True
 
+    def __init__(self, *args, **kwargs):
+        super(CallbackModule, self).__init__(*args, **kwargs)
+        self._records = {}
+        self._tasks = {}
+        self._task_name = None
+        self._finished = False
+        self._specdec = False
+        # On SIGINT the strategy raises KeyboardInterrupt and v2_playbook_on_stats never comes; an exit hook is
+        # the one place left to speak (it runs as ansible-playbook exits, after "User interrupted execution").
+        atexit.register(self._on_exit)
+
+    def v2_playbook_on_task_start(self, task, is_conditional):
+        self._task_name = task.get_name()
+
+    def v2_runner_on_start(self, host, task):
+        self._tasks[host.get_name()] = task.get_name()
+        if str(getattr(task, "action", "") or "").startswith("jetson.specdec."):
+            self._specdec = True
+
+    def v2_runner_on_ok(self, result):
+        data = ((result._result or {}).get("ansible_stats") or {}).get("data")
+        found = collect_records({"_run": data}) if isinstance(data, dict) else {}
+        if found:
+            self._specdec = True
+            self._records.update(found)
+
+    def _on_exit(self):
+        if self._finished or not self._specdec:
+            return
+        lines = interrupted_lines(self._records, self._tasks)
+        if lines:
+            self._display.banner("JETSON SPECDEC: RUN INTERRUPTED")
+            for line in lines:
+                self._display.display(line)
+
     def v2_playbook_on_stats(self, stats):
+        self._finished = True
         lines = summary_lines(stats)
         if not lines:
             return  # not a specdec play: stay quiet

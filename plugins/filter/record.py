@@ -9,6 +9,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data import plain
+from ansible_collections.jetson.specdec.plugins.module_utils.record import holder as lock_holder
 from ansible_collections.jetson.specdec.plugins.module_utils.record import record as rec
 
 EVENTS = {
@@ -51,6 +52,16 @@ def rollout_state_outcome(record, applied_argv, baseline_argv, rung, family, mod
                                  run_id)
     except rec.RecordError as exc:
         raise AnsibleFilterError("jetson.specdec.rollout_state_outcome: %s" % exc)
+
+
+def rollout_controller_id(host):
+    """This controller as the rollout lock records it: {host, boot_id, pid, start} of its ansible-playbook."""
+    return lock_holder.controller_identity(str(host))
+
+
+def rollout_lock_holder_gone(holder, me):
+    """Why the lock's holder is certainly gone (its ansible-playbook on this controller ended), or ""."""
+    return lock_holder.holder_gone(plain(holder) if holder else None, plain(me) if me else None)
 
 
 def rollout_ladder(record, rungs):
@@ -96,4 +107,5 @@ class FilterModule(object):
         return {"rollout_record": rollout_record, "rollout_bench_result": rollout_bench_result,
                 "rollout_verdict": rollout_verdict, "rollout_ladder": rollout_ladder,
                 "rollout_state_outcome": rollout_state_outcome,
-                "rollout_rounds": rollout_rounds, "rollout_stored_acceptance": rollout_stored_acceptance}
+                "rollout_rounds": rollout_rounds, "rollout_stored_acceptance": rollout_stored_acceptance,
+                "rollout_controller_id": rollout_controller_id, "rollout_lock_holder_gone": rollout_lock_holder_gone}

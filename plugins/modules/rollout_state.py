@@ -39,6 +39,8 @@ options:
         with a warning. Taking over is atomic; of two runs that find the same stale lock, one gets it.
       - With O(config), V(lock) also reads the state under the lock and returns C(needs_rollout) as V(read) does (a
         host another run converged while this one waited is left alone).
+      - The age of a lock is measured on the board's boot id and seconds since boot when the holder's last heartbeat
+        was in the current boot (a wall-clock step changes nothing), on the wall clock across a reboot.
       - V(refresh) is the heartbeat of the holder of O(token), to call between long steps. It fails when the lock
         is gone or belongs to someone else (taken over or broken by hand), so the rollout must stop.
       - V(unlock) removes the lock if O(token) holds it, or any lock with O(force=true). Unlocking with O(owner)
@@ -67,6 +69,21 @@ options:
     type: str
   controller:
     description: Name of the controller taking the lock, shown to whoever finds the lock held.
+    type: str
+  controller_id:
+    description:
+      - Who the controller is, kept in the lock (C(jetson.specdec.rollout_controller_id)) - host name, boot id, the
+        pid of its C(ansible-playbook) and that process's start time - so that a later run on the same controller
+        can tell that this run is gone (C(jetson.specdec.rollout_lock_holder_gone)) and pass O(take_over_token).
+    type: dict
+  take_over_token:
+    description:
+      - With O(state=lock), take the lock over when it still carries this token, whatever its age (the caller found
+        its holder gone, for example its controller process ended). Any other lock is judged as usual. The replaced
+        lock is returned as C(broken).
+    type: str
+  take_over_reason:
+    description: Why the holder of O(take_over_token) is gone, for the warning and the record.
     type: str
   lock_timeout:
     description:
@@ -274,8 +291,9 @@ needs_rollout_reason:
   type: str
 lock:
   description:
-    - Lock holder C({owner, controller, token, started_at, refreshed_at, timeout, pid}) taken, refreshed or
-      released (null when there was no lock to release). C(pid) is the module's process on the host.
+    - Lock holder C({owner, controller, controller_id, token, started_at, refreshed_at, timeout, pid, boot_id, uptime})
+      taken, refreshed or released (null when there was no lock to release). C(pid) is the module's process on the
+      host; C(boot_id) and C(uptime) the board's boot and seconds since it at the last heartbeat.
   returned: with O(state=lock), O(state=refresh) or O(state=unlock)
   type: dict
 broken:
@@ -292,6 +310,12 @@ holder:
   description: The lock's current holder, when O(state=lock), O(state=refresh) or O(state=unlock) failed on it.
   returned: when RV(lock_held) is true
   type: dict
+clock_hold:
+  description:
+    - Whether a clock-hold record of M(jetson.specdec.jetson_clock_hold) is in the state directory - clocks held by a
+      run that has not released them yet (a running one, or an interrupted one, whose clocks the next holder of the lock releases).
+  returned: always
+  type: bool
 textfile:
   description: Path of the textfile-collector file written (or that would be written in check mode).
   returned: with O(state=write) and O(textfile_dir)
@@ -303,6 +327,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.jetson.specdec.plugins.module_utils.jetson.clock_hold import RECORD_NAME as CLOCK_HOLD_RECORD
 from ansible_collections.jetson.specdec.plugins.module_utils.record import lock as rollout_lock
 from ansible_collections.jetson.specdec.plugins.module_utils.record.state import (
     LockHeld, StateError, config_hash, content_differs, describe_os_error, dump_state, merge_state, needs_rollout,
@@ -351,6 +376,7 @@ def _write(module, p, now, result):
 
 
 def _lock_action(module, p, lock_path, now, result):
+    clock = rollout_lock.board_clock()
     if p["state"] == "lock":
         timeout = p["lock_timeout"]
         if p["lock_steps"]:
@@ -360,14 +386,24 @@ def _lock_action(module, p, lock_path, now, result):
             timeout = rollout_lock.DEFAULT_TIMEOUT
         if p["break_lock"]:
             holder, result["broken"] = rollout_lock.take_over(lock_path, p["owner"], p["controller"], now, timeout,
-                                                              check_mode=module.check_mode)
+                                                              check_mode=module.check_mode, clock=clock,
+                                                              controller_id=p["controller_id"])
             changed, warnings = True, []
+            if result["broken"]:
+                warnings.append("Took over the rollout lock %s from %s (break_lock); that run can no longer change "
+                                "this host." % (lock_path, rollout_lock.describe(result["broken"])))
         else:
+            prior = rollout_lock.read_holder(lock_path) if p["take_over_token"] else None
             changed, holder, warnings = rollout_lock.acquire(lock_path, p["owner"], p["controller"], now, timeout,
-                                                             token=p["token"], check_mode=module.check_mode)
+                                                             token=p["token"], check_mode=module.check_mode,
+                                                             clock=clock, controller_id=p["controller_id"],
+                                                             take_over_token=p["take_over_token"],
+                                                             take_over_reason=p["take_over_reason"])
+            if changed and prior and prior.get("token") == p["take_over_token"]:
+                result["broken"] = prior
     elif p["state"] == "refresh":
         holder = rollout_lock.refresh(lock_path, p["token"], now, timeout=p["lock_timeout"],
-                                      check_mode=module.check_mode)
+                                      check_mode=module.check_mode, clock=clock)
         changed, warnings = False, []
     else:
         changed, holder, warnings = rollout_lock.release(lock_path, token=p["token"], owner=p["owner"],
@@ -402,6 +438,9 @@ def main():
             owner=dict(type="str"),
             token=dict(type="str", no_log=False),
             controller=dict(type="str"),
+            controller_id=dict(type="dict"),
+            take_over_token=dict(type="str", no_log=False),
+            take_over_reason=dict(type="str"),
             lock_timeout=dict(type="int"),
             lock_steps=dict(type="list", elements="int"),
             force=dict(type="bool", default=False),
@@ -424,7 +463,10 @@ def main():
     if p["lock_timeout"] is not None and p["lock_timeout"] < 0:
         module.fail_json(msg="lock_timeout must be >= 0 seconds, got %d" % p["lock_timeout"])
     now = utc_now()
-    result = dict(changed=False, path=p["path"])
+    # A hold of the clocks that no release followed (the run was interrupted): whoever takes the lock next
+    # releases it (roles/rollout), also on a host that needs no rollout.
+    result = dict(changed=False, path=p["path"],
+                  clock_hold=os.path.lexists(os.path.join(os.path.dirname(p["path"]), CLOCK_HOLD_RECORD)))
     try:
         if p["config"] is not None:
             result["config_hash"] = config_hash(p["config"])
@@ -438,7 +480,8 @@ def main():
                 result.update(needs_rollout=needed, needs_rollout_reason=reason)
         elif p["state"] == "write":
             if p["token"]:
-                rollout_lock.refresh(lock_path, p["token"], now, check_mode=module.check_mode)
+                rollout_lock.refresh(lock_path, p["token"], now, check_mode=module.check_mode,
+                                     clock=rollout_lock.board_clock())
             _write(module, p, now, result)
         else:
             _lock_action(module, p, lock_path, now, result)

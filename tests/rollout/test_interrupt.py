@@ -1,13 +1,19 @@
-"""The controller dies between apply and verdict, the board reboots; a re-run resolves the pending host.
+"""The operator interrupts a rollout (SIGINT, as `timeout -s INT` or Ctrl-C sends) between apply and
+verdict, the board reboots; a re-run resolves the pending host (issue 30 item 3).
 
-The killed run leaves its lock (owner = its run id) and its candidate running as a trial, a
-runtime drop-in under /run. The board reboots: it comes back on the unit's launch, the baseline
-(the last good config), with the lock and the pending state kept. A re-run refuses a fresh
-foreign lock and says how to proceed; with -e rollout_break_lock=true it takes the host over,
-puts the baseline back, evaluates again and ends kept or reverted, and what it ends on survives
-the next reboot.
+The interrupted run prints what it saw of each host (Ansible sends no end-of-play results) and
+leaves its lock (owner = its run id, controller_id = this controller's ansible-playbook) and its
+candidate running as a trial, a runtime drop-in under /run. The board reboots: it comes back on
+the unit's launch, the baseline (the last good config), with the lock and the pending state kept.
+A re-run refuses a fresh lock of another controller and says how to proceed; the lock of this
+controller's ended run it takes over at once (no rollout_break_lock, no hour of waiting), says that
+it restores the last good config first, evaluates again and ends kept or reverted, and what it
+ends on survives the next reboot. Revert wins over any rollout's lock and records whose it took.
 """
+import json
+import os
 import re
+import signal
 import time
 
 import pytest
@@ -35,15 +41,35 @@ def fleet(make_fleet):
             time.sleep(0.5)
         else:
             pytest.fail("the host never became pending with its candidate on trial")
+        # what `timeout -s INT` does: SIGINT to ansible-playbook alone (it passes it to its workers)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)
     finally:
-        fleet.kill(proc)  # SIGKILL to ansible-playbook's process group, like a dying controller
+        if proc.poll() is None:
+            fleet.kill(proc)
+    log = sorted(f for f in os.listdir(fleet.workdir) if f.startswith("started-"))[-1]
+    with open(os.path.join(fleet.workdir, log)) as handle:
+        fleet.interrupted_output = handle.read()
+    fleet.interrupted_rc = proc.returncode
     return fleet
 
 
-def test_killed_run_leaves_a_pending_host_and_its_lock(fleet):
+def lock_content(fleet):
+    return json.loads(fleet.sh(HOST, "cat /var/lib/jetson-specdec/rollout.lock").stdout)
+
+
+def test_interrupted_run_prints_each_hosts_state_and_leaves_a_pending_host_and_its_lock(fleet):
+    out = fleet.interrupted_output
+    assert fleet.interrupted_rc != 0
+    assert "JETSON SPECDEC: RUN INTERRUPTED" in out, out[-3000:]
+    assert re.search(r"^  %s: .*; last task: " % HOST, out, re.M), out[-3000:]
     assert fleet.state(HOST)["status"] == "pending"
     assert fleet.lock_held(HOST)
-    assert '"killed"' in fleet.sh(HOST, "cat /var/lib/jetson-specdec/rollout.lock").stdout
+    lock = lock_content(fleet)
+    assert lock["owner"] == "killed"
+    # who took it: this controller's ansible-playbook, and the board's boot and uptime for its age
+    assert lock["controller_id"]["pid"] > 1 and lock["controller_id"]["boot_id"], lock
+    assert lock["boot_id"] and lock["uptime"] > 0, lock
 
 
 def wait_serving(fleet, host, seconds=300):
@@ -67,10 +93,18 @@ def test_a_reboot_mid_trial_comes_back_on_the_last_good_launch(fleet):
     assert fleet.lock_held(HOST)
 
 
-def test_rerun_refuses_a_fresh_foreign_lock(fleet):
+def test_rerun_refuses_a_fresh_lock_of_another_controller(fleet):
     time.sleep(3)  # let a half-started candidate settle; the re-run must not touch it
     unit = fleet.unit(HOST)
-    rc, out, dummy = fleet.run("playbooks/rollout.yml", rollout_run_id="blocked")
+    original = fleet.sh(HOST, "cat /var/lib/jetson-specdec/rollout.lock").stdout
+    # the same lock as if another controller had taken it: its process cannot be judged from here
+    foreign = dict(json.loads(original))
+    foreign["controller_id"] = dict(foreign["controller_id"], host="another-controller")
+    fleet.sh(HOST, "cat > /var/lib/jetson-specdec/rollout.lock <<'EOF'\n%s\nEOF" % json.dumps(foreign), check=True)
+    try:
+        rc, out, dummy = fleet.run("playbooks/rollout.yml", rollout_run_id="blocked")
+    finally:
+        fleet.sh(HOST, "cat > /var/lib/jetson-specdec/rollout.lock <<'EOF'\n%s\nEOF" % original.strip(), check=True)
     assert rc != 0
     assert recap(out)[HOST]["failed"] == 1
     assert "rollout_break_lock=true" in out
@@ -79,10 +113,17 @@ def test_rerun_refuses_a_fresh_foreign_lock(fleet):
     assert fleet.lock_held(HOST)
 
 
-def test_rerun_with_break_lock_resolves_the_pending_host(fleet):
-    rc, out, dummy = fleet.run("playbooks/rollout.yml", rollout_run_id="resolved", rollout_break_lock=True,
+def test_rerun_takes_over_the_lock_of_this_controllers_ended_run_and_resolves_the_host(fleet):
+    started = time.time()
+    rc, out, dummy = fleet.run("playbooks/rollout.yml", rollout_run_id="resolved",
                                rollout_progress_interval=1, vllm_server_progress_interval=1)
     assert rc == 0, out[-4000:]
+    # at once, not after the lock's hour: the takeover is the first thing the run does on the host
+    assert re.search(r"Took over the rollout lock .*'killed'.*has ended", out), out[-6000:]
+    assert re.search(r"%s: run killed was interrupted here .*restoring the last good config \(baseline\) before"
+                     % HOST, out), out[-6000:]
+    assert out.index("restoring the last good config") < out.index("Benchmark the baseline")
+    assert time.time() - started < 900
     # each benchmark said where it was while it ran (vllm_bench's progress_interval), without retry noise
     lines = re.findall(r"^%s: (baseline|candidate): (.*); run (\d+)/(\d+), .* elapsed" % HOST, out, re.M)
     assert {"baseline", "candidate"} <= set(arm for arm, dummy, dummy2, dummy3 in lines), out[-6000:]
@@ -102,3 +143,16 @@ def test_rerun_with_break_lock_resolves_the_pending_host(fleet):
     fleet.reboot(HOST)
     wait_serving(fleet, HOST)
     assert_serving(fleet, HOST, speculative=state["status"] == "kept")
+
+
+def test_revert_wins_over_a_rollouts_fresh_lock_and_records_whose_it_took(fleet):
+    live = {"owner": "nightly", "controller": "another-controller", "token": "7" * 32,
+            "started_at": "2030-01-01T00:00:00Z", "refreshed_at": "2030-01-01T00:00:00Z", "timeout": 3900,
+            "controller_id": {"host": "another-controller", "boot_id": "x", "pid": 4242, "start": 1}}
+    fleet.sh(HOST, "cat > /var/lib/jetson-specdec/rollout.lock <<'EOF'\n%s\nEOF" % json.dumps(live), check=True)
+    rc, out, dummy = fleet.run("playbooks/revert.yml", "--limit", HOST)
+    assert rc == 0, out[-4000:]
+    assert "Took over the rollout lock" in out and "'nightly'" in out, out[-3000:]
+    state = assert_state(fleet, HOST, "reverted")
+    assert state["info"]["revert_took_lock_from"]["owner"] == "nightly", state["info"]
+    assert_serving(fleet, HOST, speculative=False)

@@ -13,6 +13,18 @@ under an exclusive ``flock`` on a guard file next to it, so two processes that
 both find a stale lock cannot both take it over, and a release cannot delete a
 lock that was just taken over.  The lock file itself appears with its full
 content (written to a temporary file, then hard-linked or renamed into place).
+
+How old a lock is comes from the board's boot id and its seconds since boot
+(``/proc/sys/kernel/random/boot_id``, ``/proc/uptime``) when the holder's last
+sign of life was in this boot: a step of the wall clock (NTP after a boot
+without an RTC, an operator's ``date -s``) neither freezes a dead holder's lock
+nor ages a live one.  Across a reboot only the wall clock remains.
+
+The controller that took the lock records who it is (``controller_id``: host
+name, boot id, the pid and start time of its ``ansible-playbook``).  A run on
+the same controller that finds that process gone takes the lock over at once
+(``take_over_token``): the controller judges that, since only it can see its
+own processes (holder.py).
 """
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -26,6 +38,9 @@ import json
 import os
 import stat
 import time
+
+BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
+UPTIME_PATH = "/proc/uptime"
 
 from ansible_collections.jetson.specdec.plugins.module_utils.record.state import (
     LockHeld, StateError, describe_os_error, ensure_private_dir, iso, parse_iso,
@@ -66,6 +81,29 @@ def lock_timeout_for(step_seconds, heartbeat=True, slack=STEP_SLACK):
     if heartbeat:
         return max(steps) * STEP_FACTOR + slack
     return sum(steps) + slack
+
+
+def board_clock(boot_id_path=BOOT_ID_PATH, uptime_path=UPTIME_PATH):
+    """{boot_id, uptime}: this boot's id and the seconds since it (a clock no wall-clock step moves); {} when
+    /proc does not say (then ages fall back to the wall clock)."""
+    try:
+        with open(boot_id_path) as handle:
+            boot_id = handle.read().strip()
+        with open(uptime_path) as handle:
+            uptime = float(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return {}
+    if not boot_id or uptime < 0:
+        return {}
+    return {"boot_id": boot_id, "uptime": round(uptime, 2)}
+
+
+def _stamp(payload, clock):
+    """The holder's last sign of life on the board's monotonic clock, next to the wall-clock one."""
+    if clock and clock.get("boot_id"):
+        payload["boot_id"] = clock["boot_id"]
+        payload["uptime"] = clock["uptime"]
+    return payload
 
 
 def guard_path(path):
@@ -118,8 +156,20 @@ def read_holder(path):
     return data if isinstance(data, dict) else {}
 
 
-def lock_age(holder, path, now):
-    """Seconds since the holder last showed life (heartbeat, else start, else file mtime)."""
+def _number(value):
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def lock_age(holder, path, now, clock=None):
+    """Seconds since the holder last showed life (heartbeat, else start, else file mtime).
+
+    With ``clock`` (board_clock()) and a holder stamped in the same boot, the age is the difference of the
+    seconds since boot: a wall-clock step changes nothing.  Otherwise (another boot, a lock from before the
+    stamp, no /proc) the wall clock is all there is.
+    """
+    then = _number(holder.get("uptime"))
+    if clock and clock.get("boot_id") and holder.get("boot_id") == clock["boot_id"] and then is not None:
+        return max(0.0, clock["uptime"] - then)
     last = parse_iso(holder.get("refreshed_at")) or parse_iso(holder.get("started_at"))
     if last is None:
         try:
@@ -180,34 +230,46 @@ def _matches(holder, token, owner, controller=None):
     return controller is None or holder.get("controller") in (None, controller)
 
 
-def acquire(path, owner, controller, now, timeout=DEFAULT_TIMEOUT, token=None, check_mode=False):
+def acquire(path, owner, controller, now, timeout=DEFAULT_TIMEOUT, token=None, check_mode=False, clock=None,
+            controller_id=None, take_over_token=None, take_over_reason=None):
     """Take the lock.  Returns (changed, holder, warnings).
 
     Passing the ``token`` of the lock we hold is a heartbeat (no change
     reported).  A lock with any other token is someone else's, even with the
     same run id: it is refused while fresh and taken over atomically when older
     than the larger of ``timeout`` and the holder's own declared timeout.
+
+    ``take_over_token``: the caller found that holder gone (its controller process is dead, holder.py);
+    the lock is taken over when it still carries that token, whatever its age, under the guard (a lock
+    taken meanwhile by a third run is judged as usual).
     """
     if not owner:
         raise StateError("the lock needs an owner (the run id) to tell a human who holds it")
     if timeout < 0:
         raise StateError("lock_timeout must be >= 0 seconds, got %d" % timeout)
     path = os.path.abspath(path)
-    payload = {"owner": owner, "controller": controller, "token": token or new_token(),
-               "started_at": iso(now), "refreshed_at": iso(now), "timeout": int(timeout), "pid": os.getpid()}
+    payload = _stamp({"owner": owner, "controller": controller, "token": token or new_token(),
+                      "started_at": iso(now), "refreshed_at": iso(now), "timeout": int(timeout), "pid": os.getpid()},
+                     clock)
+    if controller_id:
+        payload["controller_id"] = controller_id
+    gone = (take_over_token, take_over_reason)
     if check_mode:
-        return _acquire_decision(path, read_holder(path), payload, now, timeout, token, check_mode=True)
+        return _acquire_decision(path, read_holder(path), payload, now, timeout, token, check_mode=True, clock=clock,
+                                 gone=gone)
     ensure_private_dir(os.path.dirname(path))
     with guarded(path):
         holder = read_holder(path)
-        changed, result, warnings = _acquire_decision(path, holder, payload, now, timeout, token)
+        changed, result, warnings = _acquire_decision(path, holder, payload, now, timeout, token, clock=clock,
+                                                      gone=gone)
         if changed:
             try:
                 _write_new(path, payload, replace=holder is not None)
             except OSError as exc:
                 raise StateError(describe_os_error("write the rollout lock", path, exc))
         elif token and result.get("token") == token:
-            refreshed = dict(result, refreshed_at=iso(now), timeout=max(int(timeout), result.get("timeout") or 0))
+            refreshed = _stamp(dict(result, refreshed_at=iso(now), timeout=max(int(timeout), result.get("timeout") or 0)),
+                               clock)
             try:
                 _write_new(path, refreshed, replace=True)
             except OSError as exc:
@@ -216,15 +278,18 @@ def acquire(path, owner, controller, now, timeout=DEFAULT_TIMEOUT, token=None, c
     return changed, result, warnings
 
 
-def take_over(path, owner, controller, now, timeout=DEFAULT_TIMEOUT, check_mode=False):
+def take_over(path, owner, controller, now, timeout=DEFAULT_TIMEOUT, check_mode=False, clock=None, controller_id=None):
     """Take the lock whoever holds it (rollout_break_lock: the operator knows that run is dead), in one step
     under the guard, so no third run can slip in between. Returns (holder, broken): the new holder and the
     lock it replaced (None when there was none)."""
     if not owner:
         raise StateError("the lock needs an owner (the run id) to tell a human who holds it")
     path = os.path.abspath(path)
-    payload = {"owner": owner, "controller": controller, "token": new_token(),
-               "started_at": iso(now), "refreshed_at": iso(now), "timeout": int(timeout), "pid": os.getpid()}
+    payload = _stamp({"owner": owner, "controller": controller, "token": new_token(),
+                      "started_at": iso(now), "refreshed_at": iso(now), "timeout": int(timeout), "pid": os.getpid()},
+                     clock)
+    if controller_id:
+        payload["controller_id"] = controller_id
     if check_mode:
         return payload, read_holder(path)
     ensure_private_dir(os.path.dirname(path))
@@ -237,12 +302,15 @@ def take_over(path, owner, controller, now, timeout=DEFAULT_TIMEOUT, check_mode=
     return payload, broken
 
 
-def _acquire_decision(path, holder, payload, now, timeout, token, check_mode=False):
+def _acquire_decision(path, holder, payload, now, timeout, token, check_mode=False, clock=None, gone=(None, None)):
     if holder is None:
         return True, payload, []
     if token and holder.get("token") == token:
         return False, holder, []
-    age = lock_age(holder, path, now)
+    if gone[0] and holder.get("token") == gone[0]:
+        return True, payload, ["Took over the rollout lock %s from %s: %s."
+                               % (path, describe(holder), gone[1] or "its holder is gone")]
+    age = lock_age(holder, path, now, clock)
     limit = effective_timeout(holder, timeout)
     if age <= limit:
         same_id = holder.get("owner") == payload["owner"]
@@ -261,7 +329,7 @@ def _acquire_decision(path, holder, payload, now, timeout, token, check_mode=Fal
     return True, payload, [warning]
 
 
-def refresh(path, token, now, timeout=None, check_mode=False):
+def refresh(path, token, now, timeout=None, check_mode=False, clock=None):
     """Heartbeat: stamp ``refreshed_at`` on the lock we hold.  Returns the holder.
 
     Raises LockHeld when the lock is gone or someone else holds it (it was
@@ -277,7 +345,7 @@ def refresh(path, token, now, timeout=None, check_mode=False):
     with guarded(path):
         holder = read_holder(path)
         _check_ours(path, holder, token, "refresh")
-        new = dict(holder, refreshed_at=iso(now))
+        new = _stamp(dict(holder, refreshed_at=iso(now)), clock)
         if timeout is not None:
             new["timeout"] = int(timeout)
         try:

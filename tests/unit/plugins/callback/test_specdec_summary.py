@@ -108,3 +108,61 @@ def test_the_plans_warnings_are_printed_without_verbose():
     from ansible_collections.jetson.specdec.plugins.callback.specdec_summary import summary_lines
     lines = summary_lines(stats)
     assert lines[lines.index("Warnings:") + 1] == "  agx-01: num_speculative_tokens 9 is above the agx_orin start 3"
+
+
+class FakeHost(object):
+    def __init__(self, name):
+        self.name = name
+
+    def get_name(self):
+        return self.name
+
+
+class FakeTask(object):
+    def __init__(self, name, action):
+        self.name, self.action = name, action
+
+    def get_name(self):
+        return self.name
+
+
+class FakeResult(object):
+    def __init__(self, result):
+        self._result = result
+
+
+def interrupted_callback(monkeypatch):
+    hooks = []
+    monkeypatch.setattr("atexit.register", hooks.append)
+    callback = CallbackModule()
+    callback._display = FakeDisplay()
+    assert len(hooks) == 1
+    return callback, hooks[0]
+
+
+def test_an_interrupted_run_says_what_it_saw_of_each_host(monkeypatch):
+    callback, on_exit = interrupted_callback(monkeypatch)
+    callback.v2_runner_on_start(FakeHost("agx-02"), FakeTask("Read the state recorded on the host",
+                                                             "jetson.specdec.rollout_state"))
+    callback.v2_runner_on_ok(FakeResult({"ansible_stats": {"data": {"jetson_specdec": {
+        "agx-01": {"status": "unchanged", "verdict": {"decision": "keep"}}}}}}))
+    callback.v2_runner_on_start(FakeHost("agx-02"), FakeTask("Benchmark the candidate", "jetson.specdec.vllm_bench"))
+    on_exit()  # SIGINT: no v2_playbook_on_stats, only the exit hook
+    text = "\n".join(callback._display.lines)
+    assert callback._display.banners == ["JETSON SPECDEC: RUN INTERRUPTED"]
+    assert "agx-01: unchanged (keep); last task: none" in text
+    assert "agx-02: no record yet; last task: Benchmark the candidate" in text
+    assert "pending" in text and "jetson.specdec.revert" in text
+
+
+def test_a_finished_or_foreign_run_says_nothing_on_exit(monkeypatch):
+    callback, on_exit = interrupted_callback(monkeypatch)
+    callback.v2_runner_on_start(FakeHost("h1"), FakeTask("ping", "ansible.builtin.ping"))
+    on_exit()
+    assert callback._display.banners == [] and callback._display.lines == []
+    callback, on_exit = interrupted_callback(monkeypatch)
+    callback.v2_runner_on_start(FakeHost("h1"), FakeTask("Take the lock", "jetson.specdec.rollout_state"))
+    callback.v2_playbook_on_stats(AggregateStats())
+    before = list(callback._display.lines)
+    on_exit()
+    assert callback._display.lines == before and "JETSON SPECDEC: RUN INTERRUPTED" not in callback._display.banners

@@ -159,3 +159,82 @@ def test_take_over_replaces_a_fresh_lock_in_one_step_and_check_mode_changes_noth
     os.unlink(path)
     holder, broken = rl.take_over(path, "run-3", "ctl-c", NOW)
     assert broken is None and rl.read_holder(path)["owner"] == "run-3"
+
+
+# --------------------------------------------------------------------------- the board's monotonic clock (issue 34)
+
+BOOT = {"boot_id": "boot-1", "uptime": 1000.0}
+
+
+def clock(uptime, boot_id="boot-1"):
+    return {"boot_id": boot_id, "uptime": float(uptime)}
+
+
+@pytest.mark.parametrize("wall_step", [-86400 * 365, -7200, 0, 3 * 3600, 86400 * 400])
+def test_a_wall_clock_step_neither_freezes_nor_ages_a_lock_in_the_same_boot(tmp_path, wall_step):
+    path = str(tmp_path / "rollout.lock")
+    rl.acquire(path, "run-a", "ctl-1", NOW, timeout=600, clock=clock(1000))
+    # the wall clock jumped by wall_step, but only 100 s passed on the board: fresh, whatever the jump
+    with pytest.raises(LockHeld):
+        rl.acquire(path, "run-b", "ctl-2", later(100 + wall_step), timeout=600, clock=clock(1100))
+    # 700 s on the board: stale, even when the wall clock went back a year (it used to stay stuck)
+    changed, holder, warnings = rl.acquire(path, "run-b", "ctl-2", later(700 + wall_step), timeout=600,
+                                           clock=clock(1700))
+    assert changed and holder["owner"] == "run-b" and "700 s without a heartbeat" in warnings[0]
+
+
+def test_a_heartbeat_restamps_the_board_clock(tmp_path):
+    path = str(tmp_path / "rollout.lock")
+    unused, holder, unused2 = rl.acquire(path, "run-a", "ctl-1", NOW, timeout=600, clock=clock(1000))
+    rl.refresh(path, holder["token"], NOW, clock=clock(1500))  # the wall clock stood still
+    assert stored(path)["uptime"] == 1500.0 and stored(path)["boot_id"] == "boot-1"
+    with pytest.raises(LockHeld):
+        rl.acquire(path, "run-b", "ctl-2", NOW, timeout=600, clock=clock(2000))
+
+
+@pytest.mark.parametrize("holder_extra", [{"boot_id": "boot-0", "uptime": 5.0}, {}, {"boot_id": "boot-1"},
+                                          {"boot_id": "boot-1", "uptime": "5"}, {"boot_id": "boot-1", "uptime": True}])
+def test_across_a_reboot_or_without_a_stamp_the_wall_clock_decides(tmp_path, holder_extra):
+    path = str(tmp_path / "rollout.lock")
+    content = {"owner": "old", "controller": "c", "token": "1" * 32, "started_at": "2026-03-01T12:00:00Z",
+               "refreshed_at": "2026-03-01T12:00:00Z", "timeout": 600}
+    content.update(holder_extra)
+    with open(path, "w") as handle:
+        json.dump(content, handle)
+    # 100 s of uptime since boot: the monotonic clock would say "fresh" if the stamp were trusted
+    assert rl.lock_age(stored(path), path, later(900), clock(100)) == 900
+    changed, unused, warnings = rl.acquire(path, "new", "c", later(900), timeout=600, clock=clock(100))
+    assert changed and warnings
+
+
+def test_board_clock_reads_proc_and_says_nothing_when_it_cannot(tmp_path):
+    boot, up = tmp_path / "boot_id", tmp_path / "uptime"
+    boot.write_text("0b5e2d9c-1\n")
+    up.write_text("12345.67 2345.00\n")
+    assert rl.board_clock(str(boot), str(up)) == {"boot_id": "0b5e2d9c-1", "uptime": 12345.67}
+    assert rl.board_clock(str(tmp_path / "none"), str(up)) == {}
+    for bad in ("", "x y", "-3 1"):
+        up.write_text(bad)
+        assert rl.board_clock(str(boot), str(up)) == {}
+    real = rl.board_clock()
+    assert real == {} or (real["boot_id"] and real["uptime"] > 0)
+
+
+# --------------------------------------------------------------------------- a holder found gone (issue 30 item 3)
+
+def test_take_over_token_replaces_exactly_that_fresh_lock(tmp_path):
+    path = str(tmp_path / "rollout.lock")
+    unused, dead, unused2 = rl.acquire(path, "killed", "ctl-1", NOW, timeout=3900)
+    # a wrong token (the lock changed hands meanwhile) is judged as usual: fresh, refused
+    with pytest.raises(LockHeld):
+        rl.acquire(path, "next", "ctl-1", later(5), timeout=3900, take_over_token="f" * 32)
+    changed, holder, warnings = rl.acquire(path, "next", "ctl-1", later(5), timeout=3900,
+                                           take_over_token=dead["token"], take_over_reason="its process ended",
+                                           controller_id={"host": "ctl-1", "pid": 42})
+    assert changed and holder["owner"] == "next" and holder["token"] != dead["token"]
+    assert stored(path)["controller_id"] == {"host": "ctl-1", "pid": 42}
+    assert "its process ended" in warnings[0] and "'killed'" in warnings[0]
+    # the token of a lock already replaced takes nothing a second time
+    with pytest.raises(LockHeld):
+        rl.acquire(path, "third", "ctl-1", later(6), timeout=3900, take_over_token=dead["token"])
+    assert stored(path)["owner"] == "next"

@@ -211,3 +211,30 @@ def test_a_state_file_that_cannot_be_read_under_the_lock_releases_it(tmp_path):
     failed, result = run(tmp_path, state="lock", owner="run-1", config=CONFIG)
     assert failed and "newer" in result["msg"] and result["lock_held"] is False
     assert not (tmp_path / "state" / "rollout.lock").exists()
+
+
+def test_take_over_token_takes_a_gone_holders_fresh_lock_and_returns_it(tmp_path):
+    dead = run(tmp_path, state="lock", owner="killed", controller_id={"host": "ctl", "pid": 99})[1]["lock"]
+    assert dead["controller_id"] == {"host": "ctl", "pid": 99}
+    failed, result = run(tmp_path, state="lock", owner="next", take_over_token="0" * 32)
+    assert failed and result["lock_held"] is True and result["holder"]["token"] == dead["token"]
+    failed, result = run(tmp_path, state="lock", owner="next", take_over_token=dead["token"],
+                         take_over_reason="its controller process ended", config=CONFIG)
+    assert not failed and result["broken"]["owner"] == "killed" and result["lock"]["owner"] == "next"
+    assert result["needs_rollout"] is True
+
+
+def test_lock_is_stamped_with_the_boards_boot_and_uptime(tmp_path):
+    lock = run(tmp_path, state="lock", owner="run-1")[1]["lock"]
+    if os.path.exists("/proc/uptime"):
+        assert lock["boot_id"] and lock["uptime"] > 0
+
+
+def test_clock_hold_record_is_reported(tmp_path):
+    failed, result = run(tmp_path, state="read")
+    assert result["clock_hold"] is False
+    (tmp_path / "state").mkdir()
+    (tmp_path / "state" / "clock-hold.json").write_text("{}")
+    for action in ("read", "lock"):
+        failed, result = run(tmp_path, state=action, owner="run-1")
+        assert not failed and result["clock_hold"] is True

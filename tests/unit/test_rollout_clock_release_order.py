@@ -1,0 +1,69 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026 jetson.specdec contributors
+# SPDX-License-Identifier: Apache-2.0
+"""When the rollout puts the clocks back (issue 34 item 9), read from the role's tasks.
+
+A release after the unlock can undo a second run's hold in the middle of its benchmark, and a failed unlock
+skipped it; a hold record left by an interrupted run was never released on a host that needed no rollout. The
+decision is in YAML (main.yml's always section, check.yml's pass over converged hosts, revert.yml): these tests
+read it there, so a reordering or a lost condition fails here in a second instead of in a 4-minute fleet test.
+"""
+import os
+
+import yaml
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+RELEASE, LOCK = "jetson.specdec.jetson_clock_hold", "jetson.specdec.rollout_state"
+
+
+def load(*path):
+    with open(os.path.join(ROOT, *path)) as handle:
+        return yaml.safe_load(handle)
+
+
+def actions(tasks):
+    """[(module, its args, when)] of a task list, blocks flattened in order."""
+    out = []
+    for task in tasks or []:
+        if "block" in task:
+            out += actions(task["block"]) + actions(task.get("rescue")) + actions(task.get("always"))
+            continue
+        module = next((k for k in task if k.startswith(("jetson.", "ansible."))), None)
+        when = task.get("when")
+        out.append((module, task.get(module) or {}, " and ".join(when) if isinstance(when, list) else str(when or "")))
+    return out
+
+
+def rollout_block():
+    return [t for t in load("roles", "rollout", "tasks", "main.yml") if "block" in t][0]
+
+
+def test_the_rollout_releases_clocks_before_its_lock_in_always():
+    steps = actions(rollout_block()["always"])
+    kinds = [(m, a.get("state")) for m, a, w in steps]
+    assert kinds == [(RELEASE, "released"), (LOCK, "unlock")], kinds
+    release_when = steps[0][2]
+    # not gated on the unlock's result, nor on this run's own hold only: a record left on the host is released too
+    assert "unlock" not in release_when
+    assert "rollout_lock.clock_hold" in release_when and "rollout_bench_hold_clocks" in release_when
+    # a run that lost its lock releases neither: the clocks and the lock are the new holder's
+    assert "rollout_lock_lost" in release_when and "rollout_lock_lost" in steps[1][2]
+
+
+def test_a_converged_host_with_a_hold_record_is_released_under_the_lock():
+    check = load("roles", "rollout", "tasks", "check.yml")[0]["block"]
+    block = [t for t in check if "block" in t and "clock_hold" in str(t.get("when"))]
+    assert len(block) == 1, "check.yml lost the release of a hold left on a converged host"
+    when = " and ".join(block[0]["when"])
+    assert "not rollout_stored.needs_rollout" in when and "not ansible_check_mode" in when
+    kinds = [(m, a.get("state")) for m, a, w in actions(block[0]["block"]) + actions(block[0]["always"])]
+    assert kinds == [(LOCK, "lock"), (RELEASE, "released"), (LOCK, "unlock")], kinds
+
+
+def test_revert_releases_a_hold_before_its_unlock():
+    tasks = load("playbooks", "revert.yml")[0]["tasks"]
+    steps = [(m, a.get("state"), w) for m, a, w in actions(tasks)]
+    release = [i for i, s in enumerate(steps) if s[0] == RELEASE]
+    unlock = [i for i, s in enumerate(steps) if s[:2] == (LOCK, "unlock")]
+    assert release and unlock and release[0] < unlock[0]
+    assert "revert_lock.clock_hold" in steps[release[0]][2]
