@@ -63,6 +63,7 @@ def test_each_host_of_a_batch_records_its_own_time(fleet):
     rc, out, wall = fleet.first
     assert rc == 0, out[-4000:]
     seconds = dict((e["row"]["host"], e["record"]["timings"]["seconds"]) for e in fleet.report("first")["hosts"])
+    print("own time per host (s): %s; run wall time %.1f s" % (seconds, wall))
     assert all(isinstance(s, float) and 0 < s <= wall for s in seconds.values()), seconds
     # the NX only applied its baseline while the two others were benchmarked, in the same batch
     assert seconds["op-nx"] < 60 and seconds["op-nx"] * 3 < min(seconds["op-thor"], seconds["op-agx"]), seconds
