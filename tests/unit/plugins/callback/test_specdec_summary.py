@@ -107,3 +107,14 @@ def test_the_plans_warnings_are_printed_without_verbose():
     from ansible_collections.jetson.specdec.plugins.callback.specdec_summary import summary_lines
     lines = summary_lines(stats)
     assert lines[lines.index("Warnings:") + 1] == "  agx-01: num_speculative_tokens 9 is above the agx_orin start 3"
+
+
+def test_a_host_off_by_policy_reads_so_not_as_a_refusal():
+    stats = make_stats()
+    stats.update_custom_stats("jetson_specdec", {"nx-01": {
+        "facts": {"family": "orin_nx"}, "status": "off", "config_after": "baseline",
+        "verdict": {"decision": "off", "reasons": ["policy.speculation_off: vllm_server_speculation is false"]}}})
+    shown = run_callback(stats)
+    nx = [line for line in shown.lines if line.startswith("nx-01")][0]
+    assert nx.split()[:5] == ["nx-01", "orin_nx", "off", "by", "policy"], nx
+    assert "refused" not in nx
