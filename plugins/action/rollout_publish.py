@@ -23,6 +23,7 @@ ARGS = dict(
     record=dict(type="dict", required=True),
     spool_dir=dict(type="path", required=True),
     started=dict(type="float"),
+    ended=dict(type="float"),
     host=dict(type="str"),
     stats=dict(type="bool", default=True),
     run_id=dict(type="str"),
@@ -74,7 +75,7 @@ class ActionModule(ActionBase):
         dummy, args = self.validate_argument_spec(argument_spec=ARGS)
         host = args["host"] or task_vars.get("inventory_hostname")
         try:
-            record, path = publish(plain(args["record"]), args["spool_dir"], host, args["started"],
+            record, path = publish(plain(args["record"]), args["spool_dir"], host, args["started"], args["ended"],
                                    run_id=args["run_id"])
         except UnsafeName as exc:
             return dict(result, failed=True, msg="jetson.specdec.rollout_publish: %s" % exc)

@@ -34,7 +34,7 @@ import atexit
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.jetson.specdec.plugins.module_utils.record.report import (
-    fmt_num, fmt_pair, host_row,
+    decision_words, fmt_num, fmt_pair, host_row,
 )
 
 STATS_KEY = "jetson_specdec"
@@ -73,6 +73,8 @@ def dry_run_lines(records):
             out.append("  %s: leave it unchanged (%s)" % (host, reasons))
         elif record.get("status") == "held":
             out.append("  %s: %s" % (host, (record.get("wave") or {}).get("reason") or "held back (outside the wave)"))
+        elif record.get("status") == "off":
+            out.append("  %s: leave speculation off by policy (%s)" % (host, "; ".join(record.get("reasons") or [])))
     return out
 
 
@@ -84,7 +86,7 @@ def summary_lines(stats):
         record = dict(records[host])
         record.setdefault("host", host)
         row = host_row(record)
-        decision = row["decision"] + ("*" if row["flagged"] else "")
+        decision = decision_words(row["decision"]) + ("*" if row["flagged"] else "")
         rows.append((host + (" [SIM]" if row["simulated"] else ""), row["family"], decision,
                      fmt_pair(row["c1_tok_s_before"], row["c1_tok_s_after"]),
                      fmt_pair(row["tpot_p50_before"], row["tpot_p50_after"]),

@@ -23,6 +23,7 @@ EVENTS = {
     "k_tuned": rec.k_tuned,
     "judged": rec.judged,
     "refused": rec.refused,
+    "off": rec.off_by_policy,
     "failed": rec.failed,
     "restore_failed": rec.restore_failed,
     "finish": rec.finish,

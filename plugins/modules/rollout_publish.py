@@ -35,7 +35,13 @@ options:
     required: true
   started:
     description: When the host's part of the run started (seconds since the epoch); the record's C(timings.seconds)
-      is the time since then. Without it, C(timings.seconds) is null.
+      is the time since then (until O(ended)). Without it, C(timings.seconds) is null.
+    type: float
+  ended:
+    description:
+      - When the host's part of the run ended (seconds since the epoch); default now.
+      - The rollout gives each host the start and end of its own evaluation, so that the hosts of one batch
+        (which publish together) do not all read the batch's time.
     type: float
   host:
     description: The name the record is spooled under. Defaults to the inventory host name.

@@ -120,7 +120,7 @@ options:
   status:
     description: New rollout status (O(state=write)).
     type: str
-    choices: [pending, kept, reverted, refused, baseline, failed]
+    choices: [pending, kept, reverted, refused, "off", baseline, failed]
   last_good:
     description: Last known good configuration, for example C({config_hash, unit_backup}).
     type: dict
@@ -153,7 +153,7 @@ options:
       status:
         description: As O(status).
         type: str
-        choices: [pending, kept, reverted, refused, baseline, failed]
+        choices: [pending, kept, reverted, refused, "off", baseline, failed]
       last_good:
         description: As O(last_good).
         type: dict
@@ -266,7 +266,7 @@ rollout_state:
   type: dict
   contains:
     schema_version: {description: State schema version., type: int}
-    status: {description: "pending, kept, reverted, refused, baseline, failed or null.", type: str}
+    status: {description: "pending, kept, reverted, refused, off, baseline, failed or null.", type: str}
     config_hash: {description: sha256 of the candidate config., type: str}
     config: {description: The candidate config that was hashed., type: dict}
     last_good: {description: Last known good config reference., type: dict}
@@ -337,7 +337,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.record.textfile imp
 
 # The fields of state=write: options of their own, and the suboptions of ``outcome`` (the same fields as one dict).
 _FIELD_OPTIONS = dict(
-    status=dict(type="str", choices=["pending", "kept", "reverted", "refused", "baseline", "failed"]),
+    status=dict(type="str", choices=["pending", "kept", "reverted", "refused", "off", "baseline", "failed"]),
     last_good=dict(type="dict"),
     verdict=dict(type="dict"),
     benchmarks=dict(type="dict"),

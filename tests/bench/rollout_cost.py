@@ -2,7 +2,7 @@
 """What the rollout costs the controller: Ansible tasks per host and CPU seconds.
 
 Brings up the demo fleet (tests/demo/fleet.json: a keep, a revert, a ladder that
-ends with speculation off and two refused boards), deploys the baseline, then runs
+ends with speculation off and two boards off by policy), deploys the baseline, then runs
 playbooks/rollout.yml once and counts, per host, the task results (a callback,
 tests/bench/callbacks/task_count.py) and the CPU time of the ansible-playbook
 process tree (getrusage of the children: the controller, not the boards). Then the
@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "rollout"))
 from harness import DEMO, REPO, Fleet  # noqa: E402
 
 ROLES = {"thor-01": "keep", "agx-01": "keep", "agx-02": "revert", "agx32-01": "ladder",
-         "nx-01": "refused", "nano-01": "refused"}
+         "nx-01": "off", "nano-01": "off"}
 
 
 def cpu_seconds():

@@ -6,6 +6,7 @@ subprocess and reads what the rollout left on each host with `docker exec`.
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -70,6 +71,18 @@ class Fleet(object):
         if not os.path.islink(link):
             os.symlink(os.path.join(REPO, "inventories", "example", "group_vars"), link)
         return self
+
+    def set_group_vars(self, group, **values):
+        """Set variables in this fleet's group_vars/<group>.yml, as an operator edits the inventory (the
+        shared example group_vars are copied into the fleet's inventory first, never changed)."""
+        link = os.path.join(self.inventory, "group_vars")
+        if os.path.islink(link):
+            target = os.readlink(link)
+            os.unlink(link)
+            shutil.copytree(target, link)
+        path = os.path.join(link, group + ".yml")
+        with open(path, "a") as handle:
+            handle.write("\n" + "".join("%s: %s\n" % (k, json.dumps(v)) for k, v in sorted(values.items())))
 
     def down(self):
         subprocess.run([os.path.join(VENV_BIN, "python"), "tests/testbed/fleet.py", "down", self.spec_path],

@@ -1,9 +1,12 @@
-"""Speculation off by policy: a refused board runs the baseline, with no red and the rule first.
+"""Speculation off on Orin NX: the board runs the baseline, with no red, and says why.
 
 Two Orin NX boards (the skill's rules keep speculation off on Orin NX and Nano):
 - rf-spec runs an n-gram speculative unit an operator made by hand (the role refuses to deploy one
-  on Orin NX): the rollout refuses speculation there and puts the baseline in its place;
-- rf-fresh has no vLLM unit at all: the rollout installs and starts the baseline.
+  on Orin NX); its shipped group_vars (orin_nx.yml) set speculation off, so the rollout puts the
+  baseline in its place and reports it "off by policy", naming the variable (not a refusal);
+- rf-fresh has no vLLM unit at all and host vars that turn speculation on (vllm_server_speculation:
+  true): the rules refuse it (the family rule first, whose fix, to set the variable false, now holds)
+  and the rollout installs and starts the baseline.
 A second run finds both converged and touches neither (same unit, same server process).
 """
 import subprocess
@@ -14,7 +17,8 @@ import pytest
 from harness import assert_serving, assert_state, board, recap
 
 PREFIX = "specdec-rf-"
-BOARDS = [board("rf-spec", "nx-01"), board("rf-fresh", "nx-01")]
+BOARDS = [board("rf-spec", "nx-01"), board("rf-fresh", "nx-01", hostvars={"vllm_server_speculation": True})]
+STATUS = {"rf-spec": "off", "rf-fresh": "refused"}
 
 
 # Appends an n-gram speculative config to the deployed unit's ExecStart, as an operator would by hand
@@ -66,13 +70,17 @@ def test_refused_boards_run_the_baseline_without_a_failure(fleet):
     for host in fleet.hosts:
         assert recap(out)[host]["failed"] == 0, out[-3000:]
         assert_serving(fleet, host, speculative=False)
-        state = assert_state(fleet, host, "refused", "refused")
+        state = assert_state(fleet, host, STATUS[host], STATUS[host])
         assert state["last_good"]["kind"] == "baseline" and state["last_good"]["argv"], state
         assert state["info"]["config_after"] == "baseline"
         # the rule comes first, in the state and in the report
-        assert state["verdict"]["reasons"][0].startswith("family."), state["verdict"]
+        first = state["verdict"]["reasons"][0]
+        if STATUS[host] == "off":
+            assert first.startswith("policy.speculation_off:") and "vllm_server_speculation is false" in first, first
+        else:
+            assert first.startswith("family.") and "vllm_server_speculation: false" in first, first
         row = fleet.report_rows("policy")[host]
-        assert row["status"] == "refused", row
+        assert row["status"] == STATUS[host], row
 
 
 def test_a_converged_refused_board_is_not_touched_again(fleet):

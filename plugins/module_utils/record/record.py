@@ -24,8 +24,9 @@ from ansible_collections.jetson.specdec.plugins.module_utils.verdict import ener
 BENCH_KEYS = ("runs", "spec_decode", "server", "bench_warnings", "simulated", "config", "workload",
               "conditions")
 CONNECTION_ERRORS = ("deserialization failed", "is not running", "failed to connect", "unreachable")
+POLICY_OFF = "policy.speculation_off: vllm_server_speculation is false for this host."
 NO_RECORD_ERROR = "no record: the host was unreachable, or the run stopped before it"
-FINAL_STATUSES = ("kept", "reverted", "refused", "unchanged", "held", "planned", "failed", "unreachable")
+FINAL_STATUSES = ("kept", "reverted", "refused", "off", "unchanged", "held", "planned", "failed", "unreachable")
 
 
 class RecordError(ValueError):
@@ -63,7 +64,7 @@ def bench_result(result):
 
 
 def from_stored(record, stored, check_mode=False, refusal="", launch=None, settings=None, wave_key=None,
-                wave_percent=100):
+                wave_percent=100, policy_off=""):
     """The record after reading the host's state: unchanged, held (outside this run's wave),
     planned (check mode) or queued.
 
@@ -72,7 +73,8 @@ def from_stored(record, stored, check_mode=False, refusal="", launch=None, setti
     ``vllm_server_launch``) and ``settings`` (``rollout_settings``) make the record's ``plan``:
     what a real run would start and how long it may measure (``dry_run_plan``).
     ``wave_key`` and ``wave_percent``: the staged rollout (record/wave.py); a host that needs a
-    rollout outside the wave is ``held`` and left as it is.
+    rollout outside the wave is ``held`` and left as it is. ``policy_off``: why the inventory turns
+    speculation off on this host ("" when it does not); a real run would only apply the baseline.
     """
     try:
         in_wave = wave(wave_key, wave_percent) if wave_key is not None else None
@@ -106,9 +108,10 @@ def from_stored(record, stored, check_mode=False, refusal="", launch=None, setti
                    reasons=["Needs a rollout (%s), %s." % (reason, in_wave["reason"])])
     elif check_mode:
         # A rollout cannot be simulated (it needs two live benchmarks), so check mode only says what it would do.
-        plan = dry_run_plan(launch, settings, refusal)
+        plan = dry_run_plan(launch, settings, refusal, policy_off)
         out.update(status="planned", config_after=info.get("config_after"), plan=plan,
-                   reasons=["check mode: a real run would %s (%s)" % (plan["line"], reason)] + ([refusal] if refusal else []))
+                   reasons=["check mode: a real run would %s (%s)" % (plan["line"], reason)]
+                   + ([policy_off] if policy_off else [refusal] if refusal else []))
     else:
         out.update(status="queued",
                    reasons=["Needs a rollout (%s); the run stopped before this host was rolled out "
@@ -163,7 +166,7 @@ def _levels(verdict):
     return " and ".join(str(level) for level in levels if level is not None) or "?"
 
 
-def dry_run_plan(launch, settings, refusal=""):
+def dry_run_plan(launch, settings, refusal="", policy_off=""):
     """What a real run would do on a host, for check mode: the speculation it would start (method,
     model, k, utilization), the ladder it would walk if that does not start, and the round budget.
 
@@ -171,6 +174,10 @@ def dry_run_plan(launch, settings, refusal=""):
     ``settings``: ``rollout_settings`` (its ``verdict`` holds the rounds, prompts and time budget).
     ``line`` is the sentence the summary callback and the report print.
     """
+    if policy_off:
+        # The operator's choice comes before the rules: nothing is benchmarked, so nothing is refused.
+        return {"would": "off", "reason": policy_off,
+                "line": "keep speculation off by policy (vllm_server_speculation: false), run the baseline"}
     if refusal:
         first = _first_refusal(refusal)
         return {"would": "refuse", "reason": first, "line": "refuse speculation, run the baseline: %s" % first}
@@ -210,12 +217,15 @@ def lock_broken(record, lock):
     return out
 
 
-def locked(record, lock, stored, refusal=""):
+def locked(record, lock, stored, refusal="", policy_off=""):
     """Under the lock, the state read again: the lock this run broke (if any), and a host another
-    run converged in the meantime (unchanged) or one whose speculation is refused."""
+    run converged in the meantime (unchanged), one the inventory turns off (off) or one whose
+    speculation is refused."""
     out = lock_broken(record, lock)
     if not stored.get("needs_rollout"):
         return from_stored(out, stored)
+    if policy_off:
+        return off_by_policy(out, policy_off)
     return refused(out, refusal) if refusal else out
 
 
@@ -429,14 +439,15 @@ def state_outcome(record, applied_argv, baseline_argv, rung, family, model, run_
     with what runs now (``applied_argv``: the launch applied last, the kept rung's or the
     baseline's), both benchmarks and the ladder's attempts."""
     status = record.get("status")
-    if status == "refused":
-        # Speculation off by policy: the rollout applied the baseline, which is the last good config.
-        return {"status": "refused", "verdict": {"decision": "refused", "reasons": record.get("reasons") or []},
+    if status in ("refused", "off"):
+        # Speculation refused by the rules, or off by the operator's policy: the rollout applied the
+        # baseline, which is the last good config.
+        return {"status": status, "verdict": {"decision": status, "reasons": record.get("reasons") or []},
                 "last_good": {"kind": "baseline", "argv": baseline_argv},
                 "info": {"family": family, "model": model, "run_id": run_id, "simulated": bool(record.get("simulated")),
                          "config_after": "baseline"}}
     if status not in ("kept", "reverted"):
-        raise RecordError("only a refused, kept or reverted host has an outcome to write, got %r" % (status,))
+        raise RecordError("only a refused, off, kept or reverted host has an outcome to write, got %r" % (status,))
     kept = status == "kept"
     return {"status": status, "verdict": record.get("verdict"),
             "last_good": ({"kind": "candidate", "argv": applied_argv, "rung": (rung or {}).get("label")} if kept
@@ -456,6 +467,15 @@ def refused(record, refusal):
     lines = str(refusal or "refused").split("\n")
     out = _copy(record)
     out.update(status="refused", reasons=lines[1:] or lines, config_after="baseline")
+    return out
+
+
+def off_by_policy(record, reason):
+    """The inventory turns speculation off on this host (vllm_server_speculation: false): the baseline
+    runs, nothing is benchmarked. A status of its own (``off``), not a refusal: the operator chose it."""
+    out = _copy(record)
+    out.update(status="off", reasons=[line for line in str(reason or POLICY_OFF).split("\n") if line.strip()],
+               config_after="baseline")
     return out
 
 

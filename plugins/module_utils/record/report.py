@@ -24,7 +24,8 @@ SCHEMA_VERSION = 1
 FAILED_STATUSES = ("unreachable", "failed", "error")
 # A marginal result kept by the operator's marginal_action: keep (the keep bar was not met).
 KEPT_BELOW_BAR = "kept below the keep bar"
-DECISION_ORDER = ("keep", KEPT_BELOW_BAR, "marginal", "revert", "inconclusive", "refused", "held", "failed", "unreachable", "unknown")
+DECISION_ORDER = ("keep", KEPT_BELOW_BAR, "marginal", "revert", "inconclusive", "off", "refused", "held", "failed",
+                  "unreachable", "unknown")
 MEDIAN_FIELDS = ("c1_tok_s_before", "c1_tok_s_after", "c1_gain", "tpot_p50_before", "tpot_p50_after",
                  "tpot_drop", "c8_tok_s_before", "c8_tok_s_after", "acceptance_rate")
 
@@ -168,8 +169,17 @@ def decision_name(verdict, status):
     return decision
 
 
+# A decision shown in words where its name alone would read as something else (``off`` is the
+# operator's choice, vllm_server_speculation: false in the inventory, not a refusal or a failure).
+DECISION_WORDS = {"off": "off by policy"}
+
+
+def decision_words(decision):
+    return DECISION_WORDS.get(decision, decision)
+
+
 def decision_label(row):
-    label = row["decision"]
+    label = decision_words(row["decision"])
     if row.get("action") and row["action"] != row["decision"] and row["decision"] != KEPT_BELOW_BAR:
         label += " → " + row["action"]
     if row.get("flagged"):
@@ -206,7 +216,7 @@ def _rows_by_family(report):
 def decision_summary(report):
     counts = report["summary"]["decisions"]
     order = [d for d in DECISION_ORDER if d in counts] + sorted(d for d in counts if d not in DECISION_ORDER)
-    parts = ["%d %s" % (counts[d], d) for d in order]
+    parts = ["%d %s" % (counts[d], decision_words(d)) for d in order]
     if report["missing_hosts"]:
         parts.append("%d without a record" % len(report["missing_hosts"]))
     return ", ".join(parts) or "no hosts"

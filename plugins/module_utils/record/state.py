@@ -5,7 +5,8 @@
 
 The state file survives a crashed play: a host left ``pending`` must be
 resolved before anything else happens, and a host already ``kept``,
-``reverted`` or ``refused`` for the same config hash is converged.
+``reverted``, ``refused`` or ``off`` (speculation off by the inventory's policy) for the same config
+hash is converged.
 
 A file this code cannot read (bad UTF-8, bad JSON, nesting past MAX_DEPTH,
 fields of the wrong type) is corrupt: reading reports it and starts from an
@@ -28,8 +29,8 @@ import stat
 from ansible_collections.jetson.specdec.plugins.module_utils.common.atomic import atomic_write_text
 
 SCHEMA_VERSION = 1
-STATUSES = ("pending", "kept", "reverted", "refused", "baseline", "failed")
-CONVERGED = ("kept", "reverted", "refused")
+STATUSES = ("pending", "kept", "reverted", "refused", "off", "baseline", "failed")
+CONVERGED = ("kept", "reverted", "refused", "off")
 TIMESTAMP_KEYS = ("created_at", "updated_at")
 STATE_MODE = 0o640  # root and its group (monitoring agents); never world-readable
 DIR_MODE = 0o750

@@ -45,6 +45,9 @@ def ladder_path(attempts):
 
 
 def _next_step(record, status, decision):
+    if status == "off":
+        return ("Nothing to do: speculation is off by policy here (the inventory sets vllm_server_speculation: false) "
+                "and the baseline runs; set it to true for this group or host to evaluate speculative decoding.")
     if status == "refused":
         return ("Speculation is off by policy here and the baseline runs; to change that, fix the rule named above in "
                 "group_vars (or leave it off).")
@@ -311,7 +314,7 @@ def explain(record):
         "energy": energy(record),
         "serving_gap": serving_gap(record),
         "prefetch": prefetch(record),
-        "runs_now": record.get("config_after") or ("unchanged" if status in ("refused", "unchanged", "held", "planned") else "unknown"),
+        "runs_now": record.get("config_after") or ("unchanged" if status in ("refused", "off", "unchanged", "held", "planned") else "unknown"),
         "warnings": warnings,
         "next_step": _next_step(record, status, decision),
     }

@@ -65,3 +65,18 @@ def test_the_action_fails_with_the_rule_and_the_fix(tmp_path, monkeypatch):
     blocker.write_text("not a directory")
     result = _action({"record": RECORD, "spool_dir": str(blocker / "hosts")}).run(task_vars={"inventory_hostname": "h"})
     assert result["failed"] and "rollout_report_dir" in result["msg"]
+
+
+def test_each_host_reads_its_own_time_not_the_publish_time_of_its_batch(tmp_path, monkeypatch):
+    # two hosts of one batch publish together (at 500): each record reads its own start..end
+    monkeypatch.setattr(ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
+    monkeypatch.setattr(rollout_publish.time, "time", lambda: 500.0)
+    spool = str(tmp_path / "hosts")
+    times = {"evaluated": (100.0, 283.3), "refused": (283.4, 290.0), "no-end": (450.0, None)}
+    out = {}
+    for host, (started, ended) in times.items():
+        args = {"record": dict(RECORD, host=host), "spool_dir": spool, "started": started}
+        if ended is not None:
+            args["ended"] = ended
+        out[host] = _action(args).run(task_vars={"inventory_hostname": host})["record"]["timings"]["seconds"]
+    assert out == {"evaluated": 183.3, "refused": 6.6, "no-end": 50.0}  # no end known: until the publish

@@ -166,3 +166,14 @@ def test_a_finished_or_foreign_run_says_nothing_on_exit(monkeypatch):
     before = list(callback._display.lines)
     on_exit()
     assert callback._display.lines == before and "JETSON SPECDEC: RUN INTERRUPTED" not in callback._display.banners
+
+
+def test_a_host_off_by_policy_reads_so_not_as_a_refusal():
+    stats = make_stats()
+    stats.update_custom_stats("jetson_specdec", {"nx-01": {
+        "facts": {"family": "orin_nx"}, "status": "off", "config_after": "baseline",
+        "verdict": {"decision": "off", "reasons": ["policy.speculation_off: vllm_server_speculation is false"]}}})
+    shown = run_callback(stats)
+    nx = [line for line in shown.lines if line.startswith("nx-01")][0]
+    assert nx.split()[:5] == ["nx-01", "orin_nx", "off", "by", "policy"], nx
+    assert "refused" not in nx

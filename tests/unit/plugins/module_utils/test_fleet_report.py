@@ -158,3 +158,17 @@ def test_the_chart_draws_a_panel_per_metric_with_numbers():
     # no host has TTFT here: that panel is left out, the three others are drawn
     assert [k for k, _t in module.CHART_PANELS if any(s.get(k + "_before") for s in full)] == ["tok_s", "tpot", "c8_tok_s"]
     assert module.draw_chart([]) == (None, "No host has before/after numbers to chart.")
+
+
+def test_a_host_off_by_policy_reads_so_in_the_tables_and_the_summary():
+    off = {"host": "nx-02", "facts": {"family": "orin_nx"}, "status": "off", "config_after": "baseline",
+           "verdict": {"decision": "off", "reasons": ["policy.speculation_off: vllm_server_speculation is false"]},
+           "reasons": ["policy.speculation_off: vllm_server_speculation is false"]}
+    rep = fr.build_report(RECORDS[:1] + [off], "r", "t")
+    md = fr.render_markdown(rep)
+    assert "1 keep, 1 off by policy" in md
+    assert "| nx-02 | off by policy |" in md
+    entry = [e for e in rep["hosts"] if e["row"]["host"] == "nx-02"][0]
+    assert not entry["row"]["failed"] and entry["why"]["runs_now"] == "baseline"
+    assert "vllm_server_speculation" in entry["why"]["next_step"]
+    assert "refus" not in fr.render_html(rep).split("nx-02")[1][:200]

@@ -396,3 +396,37 @@ def test_the_stored_acceptance_filter_reads_slurps_base64():
     content = base64.b64encode(b'{"verdict": {"metrics": {"acceptance_rate": 0.66}}}').decode()
     assert stored(content) == 0.66
     assert stored(None) is None and stored("") is None and stored("!!not base64!!") is None
+
+
+POLICY = ("policy.speculation_off: speculation is off by policy (group_vars): vllm_server_speculation is false for h "
+          "(board family thor; set in group_vars/thor.yml, the host's host_vars or -e), so the baseline runs.")
+
+
+@pytest.mark.parametrize("refusal", ["", "vllm_server preflight refused h (nothing was changed):\nfamily.x: no"])
+def test_a_host_the_inventory_turns_off_is_off_by_policy_not_refused(refusal):
+    # the operator's choice comes first, whether or not the rules would also refuse speculation
+    out = rec.locked(rec.new_record("h", "run", JETSON), None, stored(True), refusal, policy_off=POLICY)
+    assert out["status"] == "off" and out["config_after"] == "baseline"
+    assert out["reasons"] == [POLICY] and "vllm_server_speculation" in out["reasons"][0]
+    # converged under the lock: unchanged, whatever the policy
+    assert rec.locked(rec.new_record("h", "run", JETSON), None, stored(False), refusal, policy_off=POLICY)["status"] == "unchanged"
+    outcome = rec.state_outcome(out, ["vllm", "serve", "--spec"], ["vllm", "serve"], None, "thor", "m", "run")
+    assert outcome["status"] == "off" and outcome["verdict"] == {"decision": "off", "reasons": [POLICY]}
+    assert outcome["last_good"] == {"kind": "baseline", "argv": ["vllm", "serve"]}
+    assert outcome["info"]["config_after"] == "baseline"
+
+
+def test_check_mode_plans_the_baseline_of_a_host_set_off_before_any_refusal():
+    for refusal in ("", "refused h:\nfamily: no"):
+        out = rec.from_stored(rec.new_record("h", "run", JETSON), stored(True), True, refusal, launch=LAUNCH,
+                              settings=SETTINGS, policy_off=POLICY)
+        assert out["status"] == "planned" and out["plan"]["would"] == "off", out
+        assert "off by policy" in out["plan"]["line"] and out["reasons"][1] == POLICY
+    # not in check mode: queued like any host that needs a rollout (main.yml applies the baseline)
+    assert rec.from_stored(rec.new_record("h", "run", JETSON), stored(True), policy_off=POLICY)["status"] == "queued"
+
+
+def test_the_off_event_of_the_filter():
+    filters = FilterModule().filters()
+    out = filters["rollout_record"]({"host": "h"}, "off", POLICY)
+    assert out["status"] == "off" and out["reasons"] == [POLICY]

@@ -33,6 +33,8 @@ def test_config_hash_is_canonical():
     ({"status": "kept", "config_hash": "h1"}, "h1", False, False, "converged: already kept"),
     ({"status": "reverted", "config_hash": "h1"}, "h1", False, False, "converged"),
     ({"status": "refused", "config_hash": "h1"}, "h1", False, False, "converged"),
+    ({"status": "off", "config_hash": "h1"}, "h1", False, False, "converged: already off"),
+    ({"status": "off", "config_hash": "h1"}, "h2", False, True, "config changed"),
     ({"status": "kept", "config_hash": "h1"}, "h2", False, True, "config changed"),
     ({"status": "kept", "config_hash": "h1"}, "h1", True, True, "forced"),
     ({"status": "failed", "config_hash": "h1", "error": "OOM"}, "h1", False, True, "OOM"),
