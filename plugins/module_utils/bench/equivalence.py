@@ -213,3 +213,77 @@ def judge_rounds(rounds, margin=DEFAULT_MARGIN, examples=EXAMPLES):
         return None
     return judge(reference, controls, candidates, margin,
                  prompts if isinstance(prompts, list) and len(prompts) == len(reference) else None, examples)
+
+
+SETTINGS_DEFAULTS = {"enabled": True, "prompts": 4, "max_tokens": 32, "margin": DEFAULT_MARGIN}
+
+
+def check_settings(raw):
+    """The rollout's equivalence settings ({enabled, prompts, max_tokens, margin}), checked before any host
+    changes; EquivalenceError names the rollout_equivalence_* variable and the fix."""
+    raw = dict(SETTINGS_DEFAULTS, **(raw or {}))
+    enabled = raw["enabled"]
+    if isinstance(enabled, str) and enabled.lower() in ("true", "false", "yes", "no"):
+        enabled = enabled.lower() in ("true", "yes")
+    if not isinstance(enabled, bool):
+        raise EquivalenceError("input.equivalence: rollout_equivalence must be true or false, got %r." % (enabled,))
+    out = {"enabled": enabled}
+    for key, low, high in (("prompts", 1, 64), ("max_tokens", 1, 1024)):
+        value = raw[key]
+        try:
+            number = int(value)
+            ok = not isinstance(value, bool) and float(value) == number and low <= number <= high
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise EquivalenceError("input.equivalence_%s: rollout_equivalence_%s must be an integer from %d to %d "
+                                   "(a few prompts and short answers keep the check cheap), got %r."
+                                   % (key, key, low, high, value))
+        out[key] = number
+    margin = raw["margin"]
+    if isinstance(margin, str):
+        try:
+            margin = float(margin)
+        except ValueError:
+            pass
+    out["margin"] = check_margin(margin)
+    return out
+
+
+def _candidate_answer_errors(rounds):
+    return [((r.get("result") or {}).get("answers") or {}).get("error") for r in rounds or []
+            if isinstance(r, dict) and r.get("phase") == "candidate"
+            and isinstance((r.get("result") or {}).get("answers"), dict)
+            and not (r["result"]["answers"].get("passes"))]
+
+
+def gate(verdict, rounds, settings):
+    """The verdict after the equivalence check (the one place a candidate is refused as ``lossy``).
+
+    Off (``settings.enabled`` false) or nothing to compare yet: the verdict as it was. Lossy:
+    decision ``lossy``, action revert, flagged, whatever the throughput said and also while the
+    sequential verdict would measure more rounds (a lossy candidate is not worth another round);
+    its reason comes last, where the report looks for the conclusion. Otherwise the numbers are
+    kept in ``verdict.equivalence``. A final keep whose candidate could not answer the check is
+    flagged with a warning (not verified)."""
+    settings = check_settings(settings)
+    out = dict(verdict or {})
+    if not settings["enabled"]:
+        return out
+    result = judge_rounds(rounds, settings["margin"])
+    if result is None:
+        errors = [e for e in _candidate_answer_errors(rounds) if e]
+        if errors and out.get("decision") not in (None, "continue"):
+            text = ("The equivalence check could not run: the candidate did not answer the greedy prompts (%s)."
+                    % str(errors[-1])[:300])
+            out["equivalence"] = {"verdict": "not_checked", "reason": text}
+            out["warnings"] = list(out.get("warnings") or []) + [text]
+            if out.get("action") == "keep":
+                out["flagged"] = True
+        return out
+    out["equivalence"] = result
+    if result["lossy"]:
+        out.pop("next_round", None)
+        out.update(decision="lossy", action="revert", flagged=True,
+                   reasons=list(out.get("reasons") or []) + ["Lossy: %s" % result["reason"][len("lossy: "):]])
+    return out

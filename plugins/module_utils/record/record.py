@@ -20,7 +20,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.record.wave import 
 
 # What the benchmark module returns that the record keeps (the rest is Ansible's bookkeeping).
 BENCH_KEYS = ("runs", "spec_decode", "server", "bench_warnings", "simulated", "config", "workload",
-              "conditions")
+              "conditions", "answers")
 CONNECTION_ERRORS = ("deserialization failed", "is not running", "failed to connect", "unreachable")
 NO_RECORD_ERROR = "no record: the host was unreachable, or the run stopped before it"
 FINAL_STATUSES = ("kept", "reverted", "refused", "unchanged", "held", "planned", "failed", "unreachable")

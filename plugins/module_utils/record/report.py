@@ -22,7 +22,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import
 
 SCHEMA_VERSION = 1
 FAILED_STATUSES = ("unreachable", "failed", "error")
-DECISION_ORDER = ("keep", "marginal", "revert", "inconclusive", "refused", "held", "failed", "unreachable", "unknown")
+DECISION_ORDER = ("keep", "marginal", "revert", "lossy", "inconclusive", "refused", "held", "failed", "unreachable", "unknown")
 MEDIAN_FIELDS = ("c1_tok_s_before", "c1_tok_s_after", "c1_gain", "tpot_p50_before", "tpot_p50_after",
                  "tpot_drop", "c8_tok_s_before", "c8_tok_s_after", "acceptance_rate")
 
@@ -218,6 +218,8 @@ def why_items(entry):
         items.append(("Evidence", why["evidence"]))
     if why.get("workload"):
         items.append(("Workload", why["workload"]))
+    if why.get("equivalence"):
+        items.append(("Equivalence", why["equivalence"]))
     if why.get("k_tuning"):
         items.append(("k tuning", why["k_tuning"]))
     if why.get("roofline"):

@@ -140,3 +140,90 @@ def test_rounds_the_first_baseline_is_the_reference_and_its_second_pass_the_cont
 def test_rounds_on_other_prompts_are_refused():
     with pytest.raises(eq.EquivalenceError, match=r"^equivalence\.prompts_differ: the candidate round"):
         eq.judge_rounds([rnd("baseline", ANSWERS, ANSWERS), rnd("candidate", ANSWERS, sha="def")])
+
+
+# ---------------------------------------------------------------- the rollout's settings and gate
+from ansible.errors import AnsibleFilterError  # noqa: E402
+
+from ansible_collections.jetson.specdec.plugins.filter.equivalence import rollout_equivalence  # noqa: E402
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.plan import LaunchPlanError, rollout_settings  # noqa: E402
+from ansible_collections.jetson.specdec.plugins.module_utils.record import report as rep, why  # noqa: E402
+
+KEEP = {"decision": "keep", "action": "keep", "flagged": False, "reasons": ["Keep: throughput +52 %."],
+        "estimates": {"c1_throughput_gain": {"point": 0.52, "low": 0.4, "high": 0.6}}}
+SETTINGS = {"enabled": True, "prompts": 4, "max_tokens": 32, "margin": 0.2}
+
+
+def test_the_settings_take_what_ansible_templates_and_default_the_rest():
+    assert eq.check_settings(None) == SETTINGS
+    assert eq.check_settings({"enabled": "False", "prompts": "8", "max_tokens": 16.0, "margin": "0.3"}) == {
+        "enabled": False, "prompts": 8, "max_tokens": 16, "margin": 0.3}
+
+
+@pytest.mark.parametrize("key,value,rule", [
+    ("enabled", "maybe", "input.equivalence: rollout_equivalence"),
+    ("enabled", 1, "input.equivalence: rollout_equivalence"),
+    ("prompts", 0, "input.equivalence_prompts: rollout_equivalence_prompts"),
+    ("prompts", 65, "input.equivalence_prompts: rollout_equivalence_prompts"),
+    ("prompts", 2.5, "input.equivalence_prompts: rollout_equivalence_prompts"),
+    ("prompts", True, "input.equivalence_prompts: rollout_equivalence_prompts"),
+    ("max_tokens", "many", "input.equivalence_max_tokens: rollout_equivalence_max_tokens"),
+    ("max_tokens", 5000, "input.equivalence_max_tokens: rollout_equivalence_max_tokens"),
+    ("margin", "-1", "input.equivalence_margin: rollout_equivalence_margin"),
+    ("margin", "lots", "input.equivalence_margin: rollout_equivalence_margin"),
+])
+def test_bad_settings_are_refused_in_the_read_only_check_naming_the_variable(key, value, rule):
+    with pytest.raises(eq.EquivalenceError, match="^" + rule.replace(".", r"\.")):
+        eq.check_settings({key: value})
+    bench = {"concurrency": [1, 8], "output_len": 128, "output_range_ratio": 0, "equivalence": {key: value}}
+    with pytest.raises(LaunchPlanError, match="^" + rule.replace(".", r"\.")):
+        rollout_settings(bench, {})
+    assert rollout_settings(dict(bench, equivalence=None), {})["equivalence"] == SETTINGS
+
+
+def test_the_gate_refuses_a_lossy_candidate_even_while_the_verdict_would_measure_more():
+    garbled = [garble(a) for a in ANSWERS]
+    rounds = [rnd("baseline", ANSWERS, ANSWERS), rnd("candidate", garbled)]
+    for verdict in (KEEP, {"decision": "continue", "action": "measure_more", "next_round": {"arm": "candidate"},
+                           "reasons": ["Not settled yet."]}):
+        out = eq.gate(verdict, rounds, SETTINGS)
+        assert (out["decision"], out["action"], out["flagged"]) == ("lossy", "revert", True)
+        assert "next_round" not in out and out["equivalence"]["verdict"] == "lossy"
+        assert out["reasons"][:-1] == verdict["reasons"] and out["reasons"][-1].startswith("Lossy: the candidate's")
+    assert verdict["decision"] == "continue"  # the input is not changed
+
+
+def test_the_gate_keeps_an_equivalent_candidate_with_its_numbers_and_is_off_when_disabled():
+    rounds = [rnd("baseline", ANSWERS, ANSWERS), rnd("candidate", ANSWERS)]
+    out = eq.gate(KEEP, rounds, SETTINGS)
+    assert out["decision"] == "keep" and out["equivalence"]["candidate"]["match_rate"] == 1.0
+    garbled = [rnd("baseline", ANSWERS, ANSWERS), rnd("candidate", [garble(a) for a in ANSWERS])]
+    assert eq.gate(KEEP, garbled, dict(SETTINGS, enabled=False)) == KEEP
+    assert eq.gate(KEEP, [rnd("baseline", ANSWERS, ANSWERS)], SETTINGS) == KEEP  # nothing to compare yet
+
+
+def test_a_kept_candidate_that_could_not_answer_is_flagged_not_verified():
+    failed = {"phase": "candidate", "result": {"answers": {"prompts": PROMPTS, "passes": [], "error": "HTTP 500: boom"}}}
+    out = eq.gate(KEEP, [rnd("baseline", ANSWERS, ANSWERS), failed], SETTINGS)
+    assert out["decision"] == "keep" and out["flagged"] is True
+    assert out["equivalence"]["verdict"] == "not_checked" and "HTTP 500: boom" in out["warnings"][0]
+
+
+def test_the_filter_names_the_rule():
+    with pytest.raises(AnsibleFilterError, match=r"rollout_equivalence: input\.equivalence_margin"):
+        rollout_equivalence(KEEP, [], dict(SETTINGS, margin=2))
+
+
+def test_the_report_shows_the_check_and_the_next_step_of_a_lossy_host():
+    rounds = [rnd("baseline", ANSWERS, ANSWERS), rnd("candidate", [garble(a) for a in ANSWERS])]
+    verdict = eq.gate(KEEP, rounds, SETTINGS)
+    record = {"host": "thor-09", "status": "reverted", "verdict": verdict, "config_after": "baseline"}
+    out = why.explain(record)
+    assert out["decision"] == "lossy" and out["why"][0].startswith("Lossy: the candidate's greedy answers agree")
+    assert out["equivalence"].startswith("lossy: ") and "rejection_sample_method" in out["next_step"]
+    items = dict(rep.why_items({"why": out}))
+    assert items["Equivalence"] == out["equivalence"]
+    kept = why.explain({"host": "thor-10", "status": "kept", "verdict": eq.gate(KEEP, [rnd("baseline", ANSWERS, ANSWERS),
+                                                                                      rnd("candidate", ANSWERS)], SETTINGS)})
+    assert kept["equivalence"].startswith("equivalent: the candidate's greedy answers agree 100 %")
+    assert why.explain({"host": "x", "status": "kept", "verdict": KEEP})["equivalence"] is None
