@@ -1,6 +1,7 @@
 """Greedy answers of the stand-in (issue 35): a function of the prompt; the fault garble changes them."""
 import pytest
 
+from conftest import LLAMA_W4, run_vllm
 from vllm_sim.engine import WORDS, Engine, Request
 from vllm_sim.server import garble_start, prompt_seed
 
@@ -50,3 +51,12 @@ def test_no_garble_spares_every_prompt(off):
 @pytest.mark.parametrize("on", [True, 1, 1.0])
 def test_full_garble_hits_every_prompt(on):
     assert all(garble_start(s, on) in (1, 2, 3) for s in SEEDS)
+
+
+@pytest.mark.parametrize("bad", ["yes", 1.5, -0.1, [1], {"rate": 1}])
+def test_a_bad_garble_setting_stops_the_start_with_a_plain_message(profile_file, bad):
+    profile = profile_file(faults={"garble": bad})
+    result = run_vllm(["serve", LLAMA_W4, "--port", "1"], profile)
+    assert result.returncode == 2, result.stderr
+    assert "jetson-sim: the profile's fault garble must be true, false or a share of prompts from 0 to 1, got %r" % (
+        bad,) in result.stderr
