@@ -56,7 +56,9 @@ def test_a_garbling_candidate_is_refused_as_lossy_and_the_host_serves_the_baseli
 
 
 def test_a_faithful_candidate_is_kept_with_its_equivalence_numbers(fleet):
-    state = assert_state(fleet, "eq-clean", "kept", "keep")
+    state = assert_state(fleet, "eq-clean", "kept")
+    # keep, or marginal with marginal_action keep when a loaded test host widened the intervals
+    assert state["verdict"]["action"] == "keep" and state["verdict"]["decision"] in ("keep", "marginal")
     check = state["verdict"]["equivalence"]
     assert check["verdict"] == "equivalent" and check["lossy"] is False
     assert check["candidate"] == {"prompts": 4, "matches": 4, "match_rate": 1.0, "agreement": 1.0}, check
@@ -66,7 +68,7 @@ def test_a_faithful_candidate_is_kept_with_its_equivalence_numbers(fleet):
 
 def test_the_report_shows_the_check_per_host(fleet):
     rows = fleet.report_rows("eq")
-    assert rows["eq-lossy"]["decision"] == "lossy" and rows["eq-clean"]["decision"] == "keep"
+    assert rows["eq-lossy"]["decision"] == "lossy" and rows["eq-clean"]["decision"] in ("keep", "marginal")
     with open(os.path.join(fleet.reports, "eq", "report.md")) as handle:
         text = handle.read()
     assert "**Equivalence**: lossy: the candidate's greedy answers agree" in text, text
