@@ -206,6 +206,30 @@ options:
     type: path
     default: /
     version_added: 0.2.0
+  answers:
+    description:
+      - After the levels, on the same server (no extra restart), collect the greedy answers of a few
+        fixed prompts for the equivalence check (the filter C(jetson.specdec.rollout_equivalence) compares
+        the arms). Temperature 0, the O(seed), no stream, at most O(answers.max_tokens) tokens each. The prompts are the first O(answers.prompts) of the
+        O(dataset_path) file shuffled with O(seed), or synthetic text prompts of that seed; the same
+        on every arm and round.
+      - A pass that fails is a warning and C(answers.error), never a failed benchmark.
+      - Unset (the default), no answers are collected.
+    type: dict
+    version_added: 0.3.0
+    suboptions:
+      prompts:
+        description: How many prompts.
+        type: int
+        default: 4
+      max_tokens:
+        description: The most tokens of each answer.
+        type: int
+        default: 32
+      passes:
+        description: Passes over the prompts (the baseline's second pass is the control, the board's own noise).
+        type: int
+        default: 1
 """
 
 EXAMPLES = r"""
@@ -311,6 +335,19 @@ runs:
         output_tokens: {description: Output tokens (0 when it failed)., type: int, returned: always}
         start_s: {description: Seconds from the start of the level's measurement to the send (null if never sent)., type: float, returned: always}
         end_s: {description: Seconds from the start of the level's measurement to the end of the request., type: float, returned: always}
+answers:
+  description:
+    - The greedy answers (with O(answers) only).
+  returned: when O(answers) is set
+  type: dict
+  version_added: 0.3.0
+  contains:
+    prompts: {description: The prompts (each cut at 200 characters)., type: list, elements: str, returned: always}
+    prompts_sha256: {description: 'Hash of the prompts, O(answers.max_tokens) and the endpoint: the same on both arms.', type: str, returned: always}
+    max_tokens: {description: The most tokens of each answer., type: int, returned: always}
+    passes: {description: One list of answer texts per pass (in prompt order)., type: list, elements: list, returned: always}
+    error: {description: Why a pass failed (null when all passed)., type: str, returned: always}
+    seconds: {description: Wall time of all passes., type: float, returned: always}
 spec_decode:
   description: Spec-decode counter differences summed over all measured levels; null when the server exposes none.
   returned: success
@@ -430,6 +467,11 @@ def build_module():
             progress_interval=dict(type="int"),
             progress_label=dict(type="str"),
             heartbeat=dict(type="dict"),
+            answers=dict(type="dict", options=dict(
+                prompts=dict(type="int", default=4),
+                max_tokens=dict(type="int", default=32),
+                passes=dict(type="int", default=1),
+            )),
         ),
         supports_check_mode=True,
     )
@@ -451,6 +493,10 @@ def validate(p):
     for key in ("request_timeout", "max_duration"):
         if p[key] <= 0:
             return "%s must be > 0" % key
+    answers = p.get("answers") or {}
+    for key in ("prompts", "max_tokens", "passes"):
+        if answers and answers[key] < 1:
+            return "answers.%s must be >= 1" % key
     if not 0 <= p["max_failed_ratio"] <= 1:
         return "max_failed_ratio must be within [0, 1]"
     rng = p["prompt_token_ids_range"]
@@ -468,7 +514,7 @@ def main():
     cfg = dict((k, p[k]) for k in (
         "url", "model", "api_key", "endpoint", "concurrency", "num_prompts", "warmup_prompts",
         "input_len", "output_len", "output_range_ratio", "seed", "prompt_token_ids_range", "request_timeout",
-        "max_duration", "max_failed_ratio", "power_mode", "ca_path", "validate_certs", "watch_traffic"))
+        "max_duration", "max_failed_ratio", "power_mode", "ca_path", "validate_certs", "watch_traffic", "answers"))
     if p["dataset_path"]:
         try:  # the whole file is checked before the server sees a request
             cfg["dataset"] = load_dataset(p["dataset_path"], p["dataset_format"], p["dataset_category"])

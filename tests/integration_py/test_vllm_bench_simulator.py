@@ -140,3 +140,60 @@ def test_stall_mid_stream_bounded_by_max_duration(sim):
     # the deadline, not the 60 s request timeout, ends the run (a second for a loaded CI runner)
     assert time.perf_counter() - t0 < 8 + 1.0
     assert failed and "deadline" in res["msg"]
+
+
+# ---------------------------------------------------------------- greedy answers (issue 35)
+from ansible_collections.jetson.specdec.plugins.module_utils.bench import equivalence  # noqa: E402
+
+NGRAM = {"method": "ngram", "num_speculative_tokens": 3}
+
+
+def _answers(url, passes=1, **kw):
+    failed, res = run_module(vllm_bench.main, _args(url, concurrency=[1], num_prompts=2, warmup_prompts=0,
+                                                    answers={"prompts": 4, "max_tokens": 12, "passes": passes}, **kw))
+    assert not failed, res
+    return res["answers"]
+
+
+def test_greedy_answers_are_the_same_on_both_arms_and_a_garbling_candidate_differs(sim):
+    """The stand-in answers a prompt alike at temperature 0 with and without speculation; the fault garble
+    (a speculating server only) changes the answers from an early token on, and the check calls it lossy."""
+    base = _answers(sim(), passes=2)
+    assert len(base["passes"]) == 2 and base["error"] is None and base["max_tokens"] == 12
+    assert len(base["prompts"]) == 4 and len(set(base["passes"][0])) == 4  # four prompts, four answers
+    assert base["passes"][0] == base["passes"][1]
+    assert all(len(equivalence.split_pieces(text)) == 12 for text in base["passes"][0])
+    faithful = _answers(sim(spec=NGRAM, alpha=0.7))
+    assert faithful["prompts_sha256"] == base["prompts_sha256"] and faithful["passes"][0] == base["passes"][0]
+    garbled = _answers(sim(spec=NGRAM, faults={"garble": True, "when": "speculative"}))
+    assert all(a != b for a, b in zip(garbled["passes"][0], base["passes"][0]))
+    rounds = [{"phase": "baseline", "result": {"answers": base}}]
+    ok = equivalence.judge_rounds(rounds + [{"phase": "candidate", "result": {"answers": faithful}}])
+    assert ok["verdict"] == "equivalent" and ok["candidate"]["match_rate"] == 1.0
+    bad = equivalence.judge_rounds(rounds + [{"phase": "candidate", "result": {"answers": garbled}}])
+    assert bad["verdict"] == "lossy" and bad["candidate"]["matches"] == 0
+    assert all(1 <= pos <= 3 for pos in bad["first_diff"]), bad
+
+
+def test_a_zero_garble_rate_and_a_server_without_speculation_never_garble(sim):
+    base = _answers(sim(faults={"garble": True}), passes=1)  # garble on a server without speculation: no effect
+    spared = _answers(sim(spec=NGRAM, faults={"garble": 0.0}), passes=1)
+    clean = _answers(sim(spec=NGRAM))
+    assert base["passes"][0] == clean["passes"][0] == spared["passes"][0]
+    chat = _answers(sim(), endpoint="chat")  # one request per prompt on the chat endpoint
+    assert len(chat["passes"][0]) == 4 and chat["prompts_sha256"] != base["prompts_sha256"]
+
+
+def test_a_failing_answer_pass_is_a_warning_not_a_failed_benchmark(sim):
+    url = sim()
+    failed, res = run_module(vllm_bench.main, _args(url, concurrency=[1], num_prompts=2, warmup_prompts=0,
+                                                    answers={"prompts": 4, "max_tokens": 4000}))
+    assert not failed, res
+    assert res["answers"]["passes"] == [] and res["answers"]["error"].startswith("HTTP 400")
+    assert any("equivalence check failed after 0 passes" in w for w in res["bench_warnings"])
+
+
+@pytest.mark.parametrize("key", ["prompts", "max_tokens", "passes"])
+def test_bad_answer_settings_fail_before_any_request(key):
+    failed, res = run_module(vllm_bench.main, _args("http://127.0.0.1:9", answers={key: 0}))
+    assert failed and res["msg"] == "answers.%s must be >= 1" % key

@@ -131,6 +131,23 @@ def get(target, suffix, timeout):
         conn.close()
 
 
+def post_json(target, suffix, body, timeout):
+    """One non-streaming POST with a JSON body (the greedy answers of bench/answers in runner.py).
+
+    Returns (status, body text); raises the transport exception so callers can word their own message."""
+    end = perf_counter() + timeout
+    conn = target.connect(timeout)
+    try:
+        conn.sock.settimeout(max(0.001, end - perf_counter()))
+        headers = dict(target.headers)
+        headers["Accept"] = "application/json"
+        conn.request("POST", target.path(suffix), json.dumps(body, separators=(",", ":")).encode("utf-8"), headers)
+        resp = conn.getresponse()
+        return resp.status, resp.read().decode("utf-8", "replace")
+    finally:
+        conn.close()
+
+
 def build_payload(endpoint, model, prompt, output_len):
     """Request body as bytes (serialised before timing starts)."""
     body = {

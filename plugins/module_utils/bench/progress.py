@@ -126,6 +126,7 @@ STEP_WORDS = {
     "warmup": "warmup",
     "level": "measuring",
     "categories": "acceptance per category",
+    "answers": "greedy answers (equivalence check)",
     "finished": "finished",
 }
 

@@ -11,6 +11,7 @@ started before it are recorded as failed with reason ``deadline``.
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import hashlib
 import json
 import random
 import ssl
@@ -51,7 +52,12 @@ DEFAULTS = {
     "watch_traffic": False,
     # A bench/progress.py Progress told of every step and finished request; None: not reported.
     "progress": None,
+    # The greedy answers ({prompts, max_tokens, passes}) for the equivalence check
+    # (bench/equivalence.py), collected after the levels on the same server; None: not collected.
+    "answers": None,
 }
+ANSWER_WORDS = 48  # words of a synthetic answer prompt (the same for every arm: no calibration)
+ANSWER_PROMPT_CHARS = 200  # of each prompt kept in the result (the report's examples clip further)
 
 
 def _reserve(max_duration):
@@ -347,6 +353,7 @@ class Benchmark(object):
             probe = self._probe()
             runs, total_raw, all_records = self._levels()
             by_category = self._category_acceptance()
+            answers = self._answers()
         finally:
             sys.setswitchinterval(old_switch)
             if self.progress is not None:
@@ -366,6 +373,8 @@ class Benchmark(object):
         }
         if cfg.get("sampler") is not None:
             result["conditions"] = self.conditions
+        if answers is not None:
+            result["answers"] = answers
         if cfg["dataset"]:
             result["workload"] = bench_datasets.describe(cfg["dataset"])
             result["workload"]["requests_sent"] = self.dataset_used
@@ -433,6 +442,80 @@ class Benchmark(object):
             if spec is not None:
                 spec["requests"] = sum(1 for r in records if r.get("ok"))
             out[category] = spec
+        return out
+
+    def _answer_prompts(self, count):
+        """The prompts of the equivalence check: the same on every arm and round (a fixed seed, no salt)."""
+        seed = int(self.cfg["seed"]) & 0x7FFFFFFF
+        if self.cfg["dataset"]:
+            items = list(self.cfg["dataset"]["prompts"])
+            random.Random(seed).shuffle(items)
+            return [item["prompt"] for item in items[:count]]
+        return bench_prompts.text_prompts(count, ANSWER_WORDS, seed)
+
+    def _answer_pass(self, prompts, max_tokens):
+        """One pass: the greedy answer of each prompt (temperature 0, the run's seed, no stream).
+
+        The completions endpoint takes every prompt in one request (the server batches them);
+        chat asks one prompt at a time. Raises bench_client.BenchError with the server's words."""
+        seed = int(self.cfg["seed"])
+        base = {"model": self.model, "temperature": 0, "seed": seed, "max_tokens": max_tokens, "stream": False}
+        if self.cfg["endpoint"] == "chat":
+            bodies = [dict(base, messages=[{"role": "user", "content": p}], max_completion_tokens=max_tokens)
+                      for p in prompts]
+            suffix = "/v1/chat/completions"
+        else:
+            bodies = [dict(base, prompt=list(prompts))]
+            suffix = "/v1/completions"
+        texts = []
+        for body in bodies:
+            left = min(self.cfg["request_timeout"], self.deadline - perf_counter())
+            if left <= 0:
+                raise bc.BenchError("no time left for the answers (max_duration)")
+            try:
+                status, text = bc.post_json(self.target, suffix, body, left)
+            except Exception as exc:  # any transport failure: say which
+                raise bc.BenchError("%s: %s" % (type(exc).__name__, str(exc)[:200]))
+            if status != 200:
+                raise bc.BenchError("HTTP %d: %s" % (status, text[:300]))
+            try:
+                choices = sorted(json.loads(text)["choices"], key=lambda c: c.get("index", 0))
+                if self.cfg["endpoint"] == "chat":
+                    texts.append(choices[0]["message"]["content"] or "")
+                else:
+                    texts.extend(c["text"] for c in choices)
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+                raise bc.BenchError("the answer is not a completion: %s" % text[:300])
+        if len(texts) != len(prompts):
+            raise bc.BenchError("%d answers for %d prompts" % (len(texts), len(prompts)))
+        return texts
+
+    def _answers(self):
+        """The greedy answers for the equivalence check, or None when not asked for.
+
+        ``passes`` passes over the same prompts (the baseline's second pass is the control: the
+        board's own noise). A pass that fails is recorded as the error (and a warning), never a
+        failed benchmark: the equivalence check then says it could not compare."""
+        spec = self.cfg.get("answers")
+        if not spec:
+            return None
+        prompts = self._answer_prompts(int(spec.get("prompts") or 4))
+        max_tokens = int(spec.get("max_tokens") or 32)
+        digest = hashlib.sha256(json.dumps([prompts, max_tokens, self.cfg["endpoint"]]).encode("utf-8")).hexdigest()
+        out = {"prompts": [p[:ANSWER_PROMPT_CHARS] for p in prompts], "prompts_sha256": digest,
+               "max_tokens": max_tokens, "passes": [], "error": None}
+        passes = int(spec.get("passes") or 1)
+        self._step("answers", passes, extra_total=passes)  # one "request" per pass
+        started = perf_counter()
+        try:
+            for dummy in range(passes):
+                out["passes"].append(self._answer_pass(prompts, max_tokens))
+                self._done()
+        except bc.BenchError as exc:
+            out["error"] = str(exc)
+            self.warnings.append("the greedy answers for the equivalence check failed after %d passes: %s"
+                                 % (len(out["passes"]), exc))
+        out["seconds"] = round(perf_counter() - started, 2)
         return out
 
     def _levels(self):

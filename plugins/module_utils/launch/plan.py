@@ -292,6 +292,7 @@ def rollout_settings(bench, verdict, ttft=None):
     verdict's own rules, so this check and the later steps never disagree.
     """
     # Imported here: the launch plan itself does not need the benchmark or the verdict.
+    from ansible_collections.jetson.specdec.plugins.module_utils.bench.equivalence import check_settings as check_equivalence
     from ansible_collections.jetson.specdec.plugins.module_utils.bench.prompts import output_len_bounds
     from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import validate
     from ansible_collections.jetson.specdec.plugins.module_utils.verdict.ttft import validate as validate_ttft
@@ -318,6 +319,9 @@ def rollout_settings(bench, verdict, ttft=None):
         raise LaunchPlanError("%s (set by %s)" % (exc, named[0][1] if named else "the matching rollout_* variable"))
     try:
         guard = validate_ttft(ttft or {})
+        # the equivalence check's settings (bench/equivalence.py): their rule ids name the variables
+        equivalence = check_equivalence(bench.get("equivalence"))
     except ValueError as exc:
         raise LaunchPlanError(str(exc))
-    return {"verdict": params, "ttft": guard, "levels": levels, "hold_clocks": bool(bench.get("hold_clocks", False))}
+    return {"verdict": params, "ttft": guard, "levels": levels, "hold_clocks": bool(bench.get("hold_clocks", False)),
+            "equivalence": equivalence}

@@ -22,7 +22,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.verdict import ener
 
 # What the benchmark module returns that the record keeps (the rest is Ansible's bookkeeping).
 BENCH_KEYS = ("runs", "spec_decode", "server", "bench_warnings", "simulated", "config", "workload",
-              "conditions")
+              "conditions", "answers")
 CONNECTION_ERRORS = ("deserialization failed", "is not running", "failed to connect", "unreachable")
 POLICY_OFF = "policy.speculation_off: vllm_server_speculation is false for this host."
 NO_RECORD_ERROR = "no record: the host was unreachable, or the run stopped before it"

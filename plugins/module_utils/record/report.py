@@ -24,8 +24,8 @@ SCHEMA_VERSION = 1
 FAILED_STATUSES = ("unreachable", "failed", "error")
 # A marginal result kept by the operator's marginal_action: keep (the keep bar was not met).
 KEPT_BELOW_BAR = "kept below the keep bar"
-DECISION_ORDER = ("keep", KEPT_BELOW_BAR, "marginal", "revert", "inconclusive", "off", "refused", "held", "failed",
-                  "unreachable", "unknown")
+DECISION_ORDER = ("keep", KEPT_BELOW_BAR, "marginal", "revert", "lossy", "inconclusive", "off", "refused", "held",
+                  "failed", "unreachable", "unknown")
 MEDIAN_FIELDS = ("c1_tok_s_before", "c1_tok_s_after", "c1_gain", "tpot_p50_before", "tpot_p50_after",
                  "tpot_drop", "c8_tok_s_before", "c8_tok_s_after", "acceptance_rate")
 
@@ -239,6 +239,8 @@ def why_items(entry):
         items.append(("Evidence", why["evidence"]))
     if why.get("workload"):
         items.append(("Workload", why["workload"]))
+    if why.get("equivalence"):
+        items.append(("Equivalence", why["equivalence"]))
     if why.get("k_tuning"):
         items.append(("k tuning", why["k_tuning"]))
     if why.get("roofline"):

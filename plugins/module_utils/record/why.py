@@ -65,6 +65,10 @@ def _next_step(record, status, decision):
                 return ("Every speculative start ran out of memory: lower vllm_server_max_model_len or the utilization "
                         "the memory check recommends, or keep speculation off on this board.")
             return "No speculative start succeeded; see the causes above (a rejected config goes straight back to the baseline)."
+        if decision == "lossy":
+            return ("The candidate changed the greedy answers (a broken image or kernels, or a lossy setting such as "
+                    "rejection_sample_method: synthetic): fix the image or the speculative config, then re-run with "
+                    "rollout_force=true. The baseline serves meanwhile.")
         if decision == "inconclusive":
             return "The evidence stayed inside the noise within the budget: hold the clocks (MAXN, jetson_clocks) and re-run."
         return "Speculation does not pay on this host for this model and traffic; leave it reverted or try another draft."
@@ -118,6 +122,14 @@ def evidence(verdict, rounds=None):
                                                        verdict.get("requests_used", "?"), restarts,
                                                        "" if restarts == 1 else "s")
     return "; ".join(["; ".join(parts), used]) if parts else used
+
+
+def equivalence(verdict):
+    """'equivalent: ... agree 100 % ...' or the lossy sentence with its first example, or None (not checked)."""
+    check = verdict.get("equivalence") if isinstance(verdict, dict) else None
+    if not isinstance(check, dict) or not check.get("reason"):
+        return None
+    return _short(check["reason"])
 
 
 def workload(record):
@@ -281,7 +293,7 @@ def prefetch(record):
 
 
 def explain(record):
-    """{why, ladder, evidence, workload, runs_now, warnings, next_step} for one (normalized) record."""
+    """{why, ladder, evidence, workload, equivalence, runs_now, warnings, next_step} for one (normalized) record."""
     record = record if isinstance(record, dict) else {}
     status = record.get("status") or "unknown"
     verdict = record.get("verdict") if isinstance(record.get("verdict"), dict) else {}
@@ -309,6 +321,7 @@ def explain(record):
         "ladder": ladder_path(record.get("attempts")),
         "evidence": evidence(verdict, record.get("rounds")),
         "workload": workload(record),
+        "equivalence": equivalence(verdict),
         "k_tuning": k_tuning(record),
         "roofline": roofline(record),
         "energy": energy(record),

@@ -179,6 +179,12 @@ def serve(args):
 
     speculative = args.speculative_config is not None
     faults = profile.faults_for(speculative)
+    garble = faults.get("garble")
+    if garble is not None and not isinstance(garble, bool) and not (
+            isinstance(garble, (int, float)) and 0 <= garble <= 1):
+        # a profile bug of the test bed, not a vLLM error: say so plainly
+        raise SimExit(2, ["jetson-sim: the profile's fault garble must be true, false or a share of prompts "
+                          "from 0 to 1, got %r" % (garble,)])
     spec = None
     if speculative:
         if faults.get("reject_speculative_config"):

@@ -91,7 +91,8 @@ class Request(object):
         self.finish_reason = None
         self.aborted = False
         self.chunks = []  # (time, n_tokens)
-        self.token_seed = rid
+        self.token_seed = rid  # the server sets it from the prompt: the same prompt, the same answer
+        self.garble_from = None  # fault `garble`: the answer's tokens from this position on are wrong
         self.accept_scale = 1.0  # per-request acceptance variation (noise.Noise)
 
     def limit(self):
@@ -273,8 +274,21 @@ class Engine(object):
 
     @staticmethod
     def token_text(req, start, n):
-        return "".join(" " + WORDS[(req.token_seed * 7 + i) % len(WORDS)]
-                       for i in range(start, start + n))
+        """The "greedy answer": a function of the prompt (token_seed) and the position only, so two
+        servers answer a prompt alike at temperature 0, as real speculative decoding does; the
+        fault ``garble`` replaces every token from ``garble_from`` on with another word (a lossy
+        config accepting drafts the target did not verify)."""
+        out = []
+        for i in range(start, start + n):
+            j = (req.token_seed * 7 + i) % len(WORDS)
+            word = WORDS[j]
+            if req.garble_from is not None and i >= req.garble_from:
+                k = (j + 1 + i % (len(WORDS) - 1)) % len(WORDS)
+                while WORDS[k] == word:  # never the right word ("the" is in WORDS twice)
+                    k = (k + 1) % len(WORDS)
+                word = WORDS[k]
+            out.append(" " + word)
+        return "".join(out)
 
     # ---- drivers ------------------------------------------------------------------------
     def run_forever(self):

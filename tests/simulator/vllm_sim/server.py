@@ -3,6 +3,7 @@
 Streaming responses are Server-Sent Events: `data: {json}\\n\\n` per engine step, an
 optional usage chunk with `"choices": []`, then `data: [DONE]\\n\\n`.
 """
+import hashlib
 import json
 import math
 import os
@@ -17,6 +18,23 @@ from . import board_sysfs, logs
 from .engine import Engine, Request
 from .metrics import Metrics
 from .profile import version_tuple
+
+
+def prompt_seed(prompt):
+    """A stable number from a prompt (text, token ids or chat messages): the seed of its answer."""
+    raw = json.dumps(prompt, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    return int(hashlib.sha256(raw).hexdigest()[:8], 16)
+
+
+def garble_start(seed, garble):
+    """Where the fault ``garble`` (true, or a share of prompts in [0, 1]) makes this prompt's answer
+    wrong (a position 1 to 3, after the first draft would be accepted), or None for a prompt it spares."""
+    if garble is None or garble is False:
+        return None
+    rate = 1.0 if garble is True else float(garble)
+    if (seed % 1000) >= rate * 1000:
+        return None
+    return 1 + (seed // 1000) % 3
 
 
 def count_text_tokens(text):
@@ -243,7 +261,7 @@ class Handler(BaseHTTPRequestHandler):
         chat = path == "/v1/chat/completions"
         try:
             prompts = self._prompts(body, chat)
-            self._generate(body, chat, prompts)
+            self._generate(body, chat, prompts, self._prompt_seeds(body, chat, len(prompts)))
         except ApiError as err:
             self._error(err)
 
@@ -275,7 +293,17 @@ class Handler(BaseHTTPRequestHandler):
                 return [len(p) for p in prompt]
         raise ApiError(400, "prompt must be a string, a list of token ids, or a list of strings")
 
-    def _generate(self, body, chat, prompts):
+    @staticmethod
+    def _prompt_seeds(body, chat, count):
+        """The answer seed of each prompt of the request (a list of prompts answers each alike alone)."""
+        if chat:
+            return [prompt_seed(body.get("messages"))]
+        prompt = body.get("prompt")
+        if isinstance(prompt, list) and prompt and not all(isinstance(t, int) for t in prompt):
+            return [prompt_seed(p) for p in prompt]
+        return [prompt_seed(prompt)] * count
+
+    def _generate(self, body, chat, prompts, seeds=None):
         sim = self.sim
         max_tokens = body.get("max_completion_tokens") if chat else None
         if max_tokens is None:
@@ -298,6 +326,11 @@ class Handler(BaseHTTPRequestHandler):
         for idx, ptoks in enumerate(prompts):
             req = Request(seq * 16 + idx, ptoks, max_tokens, eos_after,
                           sink=lambda r, text, n, fin, i=idx: events.put((i, text, n, fin)))
+            if seeds:
+                req.token_seed = seeds[idx]
+                # only a speculating server garbles (a lossy speculative config)
+                if sim.spec is not None:
+                    req.garble_from = garble_start(seeds[idx], sim.faults.get("garble"))
             reqs.append(req)
         for req in reqs:
             sim.engine.add(req)
