@@ -169,7 +169,7 @@ def _bare_boolean_uses():
              + glob.glob(os.path.join(REPO, "roles", "rollout", "**", "*"), recursive=True)
              + glob.glob(os.path.join(REPO, "playbooks", "*.yml"))
              if p.endswith((".yml", ".j2")) and os.sep + "meta" + os.sep not in p and os.sep + "defaults" + os.sep not in p]
-    patterns = [re.compile(r"(\bif\s+|\bnot\s+|\band\s+|\bor\s+|when:\s*|^\s*-\s+)\(?\s*%s\b(?!\s*\|\s*bool)"
+    patterns = [re.compile(r"(\bif\s+|\bnot\s+|\band\s+|\bor\s+|when:\s*|^\s*-\s+)\(?\s*%s\b(?!(\s*\|\s*default\([^)]*\))?\s*\|\s*bool)"
                            r"|\b%s\s+(and|or|if|else)\b" % (name, name)) for name in sorted(names)]
     for path in paths:
         with open(path) as handle:
@@ -188,7 +188,7 @@ def test_the_scan_finds_a_bare_use():
     for line in ("when: vllm_server_trial", "  - not vllm_server_use_existing_user", "x: \"{{ 'a' if rollout_force else 'b' }}\"",
                  "x: \"{{ rollout_prefetch and y }}\"", "x: \"{{ y and rollout_tune_k }}\""):
         name = re.search(r"(vllm_server|rollout)_[a-z_]+", line).group(0)
-        pattern = re.compile(r"(\bif\s+|\bnot\s+|\band\s+|\bor\s+|when:\s*|^\s*-\s+)\(?\s*%s\b(?!\s*\|\s*bool)"
+        pattern = re.compile(r"(\bif\s+|\bnot\s+|\band\s+|\bor\s+|when:\s*|^\s*-\s+)\(?\s*%s\b(?!(\s*\|\s*default\([^)]*\))?\s*\|\s*bool)"
                              r"|\b%s\s+(and|or|if|else)\b" % (name, name))
         assert pattern.search(line), line
         assert not pattern.search(line.replace(name, name + " | bool")), line
