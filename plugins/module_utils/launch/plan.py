@@ -246,6 +246,7 @@ VERDICT_VARIABLES = {
     "keep_throughput_gain": "rollout_keep_throughput_gain", "keep_tpot_drop": "rollout_keep_tpot_drop",
     "revert_throughput_gain": "rollout_revert_throughput_gain",
     "c8_regression_tolerance": "rollout_c8_regression_tolerance", "marginal_action": "rollout_marginal_action",
+    "energy_regression_tolerance": "rollout_energy_regression_tolerance",
     "z": "rollout_noise_z", "drift_prior": "rollout_noise_cv", "round_prompts": "rollout_bench_num_prompts",
     "max_failed_ratio": "rollout_bench_max_failed_ratio", "min_rounds": "rollout_verdict_min_rounds",
     "max_rounds": "rollout_verdict_max_rounds", "max_wall_s": "rollout_verdict_max_wall_s",

@@ -42,6 +42,7 @@ import itertools
 import math
 
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson import conditions
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict import energy
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict import evidence as ev
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict import inputs
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import high_levels, validate
@@ -89,7 +90,11 @@ def _rounds_evidence(rounds, p):
         if rnd["result"].get("spec_decode") is not None:
             inputs.check_spec(rnd["result"]["spec_decode"], "round %d (%s) spec_decode" % (i + 1, rnd["arm"]))
         samples = rnd["result"].get("conditions")
+        foreign = [(run.get("concurrency"), (run.get("traffic") or {}).get("foreign_requests"))
+                   for run in rnd["result"].get("runs") or [] if isinstance(run, dict)
+                   and isinstance(run.get("traffic"), dict)]
         item = {"arm": rnd["arm"], "levels": {}, "wall_s": wall,
+                "foreign": [(c, n) for c, n in foreign if isinstance(n, int) and not isinstance(n, bool) and n > 0],
                 "acceptance": ev.acceptance_rate(rnd["result"]), "requests": 0,
                 "conditions": [s for s in samples if isinstance(s, dict)] if isinstance(samples, list) else []}
         for c in levels:
@@ -110,6 +115,12 @@ def _set_aside(rounds, p):
               "max_temp_c": p["condition_max_temp_c"]}
     used, aside, reference = [], [], None
     for i, rnd in enumerate(rounds):
+        if rnd.get("foreign"):
+            # vllm_bench's traffic watch saw requests the benchmark did not send: a shared server was measured
+            aside.append({"round": i + 1, "arm": rnd["arm"], "reasons": [
+                "foreign traffic (up to %s requests besides the benchmark's at concurrency %s)"
+                % (max(n for _c, n in rnd["foreign"]), ", ".join(str(c) for c, _n in rnd["foreign"]))]})
+            continue
         samples = rnd["conditions"]
         if samples:
             check = conditions.comparable(reference if reference is not None else samples, samples, limits)
@@ -440,10 +451,24 @@ def spec_decide(rounds, **params):
     # From here on "data" is the evidence: the rounds measured under the reference's conditions.
     data, aside = _set_aside(everything, p)
     verdict = _decide(data, aside, usage, fails, levels, p)
+    if verdict["action"] == "keep" and p["energy_regression_tolerance"] is not None:
+        verdict = _energy_rule(verdict, rounds, p)
     verdict["set_aside"] = aside
     if aside:
         verdict["reasons"][:0] = _aside_sentences(aside)
     return verdict
+
+
+def _energy_rule(verdict, rounds, p):
+    """The operator's opt-in energy rule on a keep: more joules per token than the tolerance reverts."""
+    spent = energy.summary([{"phase": r.get("arm"), "result": r.get("result")} for r in rounds or []])
+    reason = energy.check(spent, p["low_concurrency"], p["energy_regression_tolerance"])
+    if reason is None:
+        return verdict
+    out = dict(verdict, decision="revert", action="revert", rule="verdict.energy", flagged=True, advisories=[])
+    out["reasons"] = list(verdict["reasons"]) + ["Revert (verdict.energy): the time it saves costs more energy than "
+                                                 "the operator allows; " + reason + "."]
+    return out
 
 
 def _decide(data, aside, usage, fails, levels, p):

@@ -59,6 +59,9 @@ DEFAULTS = {
     # A candidate whose requests fail more often than the baseline's, beyond what chance explains
     # (one-sided Fisher exact test on the pooled counts at this level), is reverted on that alone.
     "failure_alpha": 0.01,
+    # Off (None) unless the operator opts in: a candidate whose energy per output token at the judged
+    # level is higher than the baseline's by more than this fraction is reverted (verdict/energy.py).
+    "energy_regression_tolerance": None,
     "final": False,
     "acceptance_advisory": ACCEPTANCE_FOR_HIGHER_K,
     # Board conditions (a vllm_bench result's "conditions", jetson/conditions.py): a round whose held
@@ -158,6 +161,16 @@ def validate(params):
             raise ValueError("spec_decide: regression_z must be null (use z) or a number from 0.5 to 6, got %r"
                              % (value,))
         p["regression_z"] = float(value)
+    if p["energy_regression_tolerance"] is not None:
+        value = p["energy_regression_tolerance"]
+        try:
+            ok = not isinstance(value, bool) and 0.0 <= float(value) <= 10.0
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            raise ValueError("spec_decide: energy_regression_tolerance must be null (off) or a fraction from 0 to 10 "
+                             "(0.05 = 5 %%), got %r" % (value,))
+        p["energy_regression_tolerance"] = float(value)
     if p["condition_max_temp_c"] is not None:
         try:
             ok = not isinstance(p["condition_max_temp_c"], bool) and 20.0 <= float(p["condition_max_temp_c"]) <= 150.0

@@ -539,3 +539,64 @@ def test_marginal_action_keep_is_the_operators_choice_and_named_kept_below_the_k
     assert (out["decision"], out["action"], out["rule"]) == ("marginal", "keep", "verdict.below_keep_bar")
     assert out["reasons"][-1].startswith("Kept below the keep bar (verdict.below_keep_bar)")
     assert "+30%" in out["reasons"][-1] and "marginal_action is keep" in out["reasons"][-1]
+
+
+def _with_power(res, watts, speculating):
+    """Each level's energy from a constant draw: watts x the level's seconds."""
+    for run in res["runs"]:
+        seconds = run["output_tokens"] / run["throughput_tok_s"] if run.get("throughput_tok_s") else 1.0
+        run["power"] = {"energy_j": watts * seconds, "output_tokens": run["output_tokens"], "seconds": seconds,
+                        "power_w_avg": watts, "samples": 10}
+    return res
+
+
+def drive_with_power(truth, base_w, cand_w, seed=1, **params):
+    rng = random.Random(seed)
+    rounds = []
+    while True:
+        out = spec_decide(rounds, **params)
+        if out["action"] != "measure_more":
+            return out, rounds
+        arm = out["next_round"]["arm"]
+        res = result(rng, n=out["next_round"]["num_prompts"], **(truth if arm == "candidate" else {}))
+        rounds.append({"arm": arm, "result": _with_power(res, cand_w if arm == "candidate" else base_w,
+                                                         arm == "candidate")})
+
+
+def test_the_energy_rule_is_off_by_default_and_reverts_a_keep_that_costs_more_joules_when_on():
+    truth = {"gain": 0.80, "tpot": -0.45, "c8": 0.20}
+    # 1.8x the tokens per second at 2.5x the draw: about 39 % more joules per token
+    out, dummy = drive_with_power(truth, 20.0, 50.0)
+    assert out["action"] == "keep" and out["rule"] is None
+    out, dummy = drive_with_power(truth, 20.0, 50.0, energy_regression_tolerance=0.10)
+    assert (out["decision"], out["action"], out["rule"], out["flagged"]) == ("revert", "revert", "verdict.energy", True)
+    assert out["reasons"][-1].startswith("Revert (verdict.energy)") and "rollout_energy_regression_tolerance" in out["reasons"][-1]
+    # at 1.2x the draw the candidate saves energy per token: kept with the rule on
+    out, dummy = drive_with_power(truth, 20.0, 24.0, energy_regression_tolerance=0.0)
+    assert out["action"] == "keep"
+
+
+@pytest.mark.parametrize("bad", [-0.1, "x", True, 11])
+def test_the_energy_tolerance_is_checked(bad):
+    with pytest.raises(ValueError, match="energy_regression_tolerance"):
+        spec_decide([], energy_regression_tolerance=bad)
+
+
+def test_a_round_with_foreign_traffic_is_set_aside_and_measured_again():
+    truth = {"gain": 0.80, "tpot": -0.45, "c8": 0.20}
+    rng = random.Random(3)
+    rounds = []
+    while True:
+        out = spec_decide(rounds)
+        if out["action"] != "measure_more":
+            break
+        arm = out["next_round"]["arm"]
+        res = result(rng, n=out["next_round"]["num_prompts"], **(truth if arm == "candidate" else {}))
+        for run in res["runs"]:  # the board served someone else during the second round only
+            run["traffic"] = {"peak_requests": run["concurrency"] + (3 if len(rounds) == 1 else 0),
+                              "foreign_requests": 3 if len(rounds) == 1 else 0, "polls": 4}
+        rounds.append({"arm": arm, "result": res})
+    assert out["decision"] == "keep"
+    assert out["set_aside"] == [{"round": 2, "arm": "candidate", "reasons": [
+        "foreign traffic (up to 3 requests besides the benchmark's at concurrency 1, 8)"]}]
+    assert out["reasons"][0].startswith("Round 2 (candidate) is set aside, not evidence: foreign traffic")
