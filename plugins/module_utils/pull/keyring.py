@@ -29,4 +29,3 @@ def fingerprints(colons):
         if fields[0] == "fpr" and len(fields) > 9 and fields[9]:
             found.add(fields[9].upper())
     return sorted(found)
-
