@@ -29,19 +29,3 @@ def fingerprints(colons):
         if fields[0] == "fpr" and len(fields) > 9 and fields[9]:
             found.add(fields[9].upper())
     return sorted(found)
-
-
-def primary_fingerprints(colons):
-    """The fingerprints of the primary keys (the fpr line right after each pub line)."""
-    found = []
-    after_pub = False
-    for line in (colons or "").splitlines():
-        fields = line.split(":")
-        if fields[0] == "pub":
-            after_pub = True
-        elif fields[0] == "fpr" and after_pub and len(fields) > 9:
-            found.append(fields[9].upper())
-            after_pub = False
-        elif fields[0] in ("sub", "sec", "ssb"):
-            after_pub = False
-    return sorted(set(found))
