@@ -5,6 +5,7 @@
 real lane is installed (tests/unit/plugins/module_utils/test_launch_inputs.py has the pure cases)."""
 import glob
 import os
+import re
 import subprocess
 import textwrap
 
@@ -127,4 +128,5 @@ def test_what_the_real_vllm_parser_reads_hostile_spellings_as():
     real = json.loads(res.stdout.strip().splitlines()[-1])
     for arg, dest in cases.items():
         assert dest in real[arg], (arg, real[arg])
-        assert inputs.check_extra_args([arg], [arg.lstrip("-").split("=")[0].split(".")[0]]), arg
+        entry = re.split(r"[=.]", arg.lstrip("-"), maxsplit=1)[0]
+        assert inputs.check_extra_args([arg], [entry]), arg
