@@ -18,15 +18,13 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 def _facts_tasks(node):
     if isinstance(node, list):
         for item in node:
-            for found in _facts_tasks(item):
-                yield found
+            yield from _facts_tasks(item)
     elif isinstance(node, dict):
         if "jetson.specdec.jetson_facts" in node:
             yield node["jetson.specdec.jetson_facts"]
         for value in node.values():
             if isinstance(value, (list, dict)):
-                for found in _facts_tasks(value):
-                    yield found
+                yield from _facts_tasks(value)
 
 
 def _load(rel):
