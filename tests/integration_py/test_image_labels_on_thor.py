@@ -50,8 +50,8 @@ def test_a_jetson_image_labelled_r36_is_refused_on_thor(labelled_image):
     from unittest import mock
     with mock.patch.object(jetson_facts, "gather",
                            lambda root, runner: real_gather(root_of("thor-t5000-devkit-r39.2"), runner)):
-        failed, result = run_module(jetson_facts.main, {"root": "/", "vllm_image": labelled_image,
-                                                         "vllm_probe_timeout": 120})
+        args = {"root": "/", "vllm_image": labelled_image, "vllm_probe_timeout": 120}
+        failed, result = run_module(jetson_facts.main, args)
     assert not failed, result
     facts = result["ansible_facts"]["jetson"]
     image = facts["runtime"]["image"]
