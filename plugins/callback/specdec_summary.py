@@ -133,8 +133,8 @@ def interrupted_lines(records, tasks):
         record = records.get(host) or {}
         status = record.get("status") or "no record yet"
         decision = ((record.get("verdict") or {}).get("decision")) if isinstance(record.get("verdict"), dict) else None
-        out.append("  %s: %s%s; last task: %s" % (host, status, " (%s)" % decision if decision else "",
-                                                 tasks.get(host) or "none"))
+        shown = " (%s)" % decision if decision else ""
+        out.append("  %s: %s%s; last task: %s" % (host, status, shown, tasks.get(host) or "none"))
     out.append("A host in the middle of its rollout stays 'pending' with its lock: the next run from this controller "
                "takes the lock over (its process is gone) and puts the last good config back first; "
                "'jetson.specdec.revert' takes it over at any time.")
