@@ -35,8 +35,9 @@ DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 # Short rounds: these tests are about the loop, not the numbers (8 prompts per level and round).
 SHORT = {"rollout_bench_num_prompts": 8, "rollout_bench_warmup_prompts": 1, "rollout_bench_output_len": 32,
          "rollout_verdict_restart_s": 5}
-# warm-up 1 + 8 prompts at concurrency 1 and at 8: 18 completions per round; the 20th is in round 2
-CRASH_AT = 20
+# the probe, warm-up 1 + 8 prompts at concurrency 1 and at 8 and the equivalence check's one answers
+# request: 20 completions per round; the 21st is in round 2
+CRASH_AT = 21
 THROTTLE = {"thermal": {"after_requests": 21, "duration_s": 100000, "slowdown": 3.0}}
 BOARDS = [
     board("lv-noisy", "thor-01",
