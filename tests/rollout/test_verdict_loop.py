@@ -1,7 +1,8 @@
 """The sequential verdict on a simulated fleet (issue 15): round after round until settled.
 
 Both noisy hosts throttle (the simulator's thermal episode) from the 22nd request after each
-vLLM start: a round sends 18 to 19 (probe, a warm-up and 8 prompts per level), so the first
+vLLM start: a round sends 19 requests (probe, a warm-up and 8 prompts per level), then the
+equivalence check's answers (4 more requests to the engine, after the measurement), so the first
 round on a server runs at full speed and the second, on the same server, almost wholly
 throttled; the two candidate rounds disagree and the drift between rounds is measured large;
 every later start throttles again from its 22nd request.  A request count, not model seconds:
