@@ -469,8 +469,8 @@ def build_module():
             heartbeat=dict(type="dict"),
             answers=dict(type="dict", options=dict(
                 prompts=dict(type="int", default=4),
-                max_tokens=dict(type="int", default=32),
-                passes=dict(type="int", default=1),
+                max_tokens=dict(type="int", default=32, no_log=False),
+                passes=dict(type="int", default=1, no_log=False),
             )),
         ),
         supports_check_mode=True,

@@ -10,7 +10,6 @@ import re
 import shutil
 import subprocess
 
-import pytest
 import yaml
 
 from ansible_collections.jetson.specdec.plugins.module_utils.record import textfile
@@ -79,7 +78,7 @@ def expect(alertname, labels):
 
 
 def test_the_rules_file_is_valid():
-    proc = subprocess.run([promtool(), "check", "rules", RULES], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([promtool(), "check", "rules", RULES], capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "4 rules found" in proc.stdout, proc.stdout
 
@@ -115,5 +114,5 @@ def test_the_alerts_fire_on_the_metrics_the_collection_writes(tmp_path):
          "exp_alerts": [expect("JetsonSpecdecRolloutStuck", labels_of("thor-pending:9100"))]}]})
     path = tmp_path / "alerts-test.yml"
     path.write_text(yaml.safe_dump({"rule_files": [RULES], "evaluation_interval": "1m", "tests": tests}))
-    proc = subprocess.run([promtool(), "test", "rules", str(path)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([promtool(), "test", "rules", str(path)], capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr

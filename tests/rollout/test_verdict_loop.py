@@ -1,7 +1,8 @@
 """The sequential verdict on a simulated fleet (issue 15): round after round until settled.
 
 Both noisy hosts throttle (the simulator's thermal episode) from the 22nd request after each
-vLLM start: a round sends 18 to 19 (probe, a warm-up and 8 prompts per level), so the first
+vLLM start: a round sends 19 requests (probe, a warm-up and 8 prompts per level), then the
+equivalence check's answers (4 more requests to the engine, after the measurement), so the first
 round on a server runs at full speed and the second, on the same server, almost wholly
 throttled; the two candidate rounds disagree and the drift between rounds is measured large;
 every later start throttles again from its 22nd request.  A request count, not model seconds:
@@ -35,8 +36,9 @@ DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 # Short rounds: these tests are about the loop, not the numbers (8 prompts per level and round).
 SHORT = {"rollout_bench_num_prompts": 8, "rollout_bench_warmup_prompts": 1, "rollout_bench_output_len": 32,
          "rollout_verdict_restart_s": 5}
-# warm-up 1 + 8 prompts at concurrency 1 and at 8: 18 completions per round; the 20th is in round 2
-CRASH_AT = 20
+# the probe, warm-up 1 + 8 prompts at concurrency 1 and at 8 and the equivalence check's one answers
+# request: 20 completions per round; the 21st is in round 2
+CRASH_AT = 21
 THROTTLE = {"thermal": {"after_requests": 21, "duration_s": 100000, "slowdown": 3.0}}
 BOARDS = [
     board("lv-noisy", "thor-01",

@@ -151,10 +151,10 @@ def judge(baseline, controls, candidates, margin=DEFAULT_MARGIN, prompts=None, e
                     key=lambda r: r["agreement"])
     lossy = candidate["agreement"] < control["agreement"] - margin - 1e-9
     shown = [dict(d) for d in candidate["differing"][:max(0, int(examples))]]
+    numbers = (100 * candidate["agreement"], candidate["matches"], candidate["prompts"],
+               100 * control["agreement"], control["matches"], control["prompts"])
     summary = ("the candidate's greedy answers agree %.0f %% with the baseline's (%d of %d identical), the baseline "
-               "with itself %.0f %% (%d of %d)" % (100 * candidate["agreement"], candidate["matches"],
-                                                     candidate["prompts"], 100 * control["agreement"],
-                                                     control["matches"], control["prompts"]))
+               "with itself %.0f %% (%d of %d)" % numbers)
     if lossy:
         reason = ("lossy: %s; more than the margin of %.0f %% below, so the candidate changes the answers "
                   "(a lossless speculative config answers as the baseline does at temperature 0)." % (summary, 100 * margin))

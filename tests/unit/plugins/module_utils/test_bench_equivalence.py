@@ -223,7 +223,7 @@ def test_the_report_shows_the_check_and_the_next_step_of_a_lossy_host():
     assert out["equivalence"].startswith("lossy: ") and "rejection_sample_method" in out["next_step"]
     items = dict(rep.why_items({"why": out}))
     assert items["Equivalence"] == out["equivalence"]
-    kept = why.explain({"host": "thor-10", "status": "kept", "verdict": eq.gate(KEEP, [rnd("baseline", ANSWERS, ANSWERS),
-                                                                                      rnd("candidate", ANSWERS)], SETTINGS)})
+    faithful = [rnd("baseline", ANSWERS, ANSWERS), rnd("candidate", ANSWERS)]
+    kept = why.explain({"host": "thor-10", "status": "kept", "verdict": eq.gate(KEEP, faithful, SETTINGS)})
     assert kept["equivalence"].startswith("equivalent: the candidate's greedy answers agree 100 %")
     assert why.explain({"host": "x", "status": "kept", "verdict": KEEP})["equivalence"] is None
