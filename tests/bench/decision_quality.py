@@ -15,19 +15,25 @@ Two deciders are driven exactly as the rollout drives them:
   round of 50 prompts per arm, noise_cv 0.03, and on ``repeat`` one more
   candidate and baseline round judged with final=true.
 
-Scores (actions: keep and marginal both mean keep with the default
-marginal_action):
-* far / mid: action agreement on cases >= 5 / 2.5-5 points from every
-  threshold (true c=8 changes in (-5 %, 0) are never scored);
-* slower kept: true gain < 0 or true c=8 change < -5 %, action keep;
-* good reverted: gain >= 40 %, TPOT <= -30 %, c=8 >= 0, >= 5 points from every
-  threshold, action revert;
-* cost: requests per arm and level on cases >= 10 points from every threshold.
+Field scenarios (issue #31) add heavy tails with outliers, candidate requests that hang to the
+120 s deadline, fast failures in both arms, c=8 batch waves, a neutral c=8, drift that worsens
+over the rounds (throttling), and all of them together; today's spec_verdict is only run under
+the three basic scenarios.
+
+Scores (the rule at the defaults: keep only when the keep bar is met, marginal_action revert; a
+candidate whose requests hang is judged on its effective throughput, the hung time included):
+* far / mid: action agreement on cases >= 5 / 2.5-5 points from every threshold that can change
+  the action (30 % gain, 20 % TPOT drop, -5 % at c=8);
+* slower kept: true gain < 0 or true c=8 change < -5 % (beyond the tolerance), action keep;
+* good reverted: gain >= 40 %, TPOT <= -30 %, c=8 >= 0, >= 5 points from every threshold,
+  action revert;
+* cost: requests per arm and level on cases >= 10 points from every threshold, and the mean;
+* neutral c=8: share kept and requests per arm and level.
 Besides the matrix, cases/2 clearly good and cases/2 truly slower configs are
 drawn so that the two small error rates rest on enough cases; far, mid, cost
 and the means are over the matrix only.
 
-Usage: .venv/bin/python tests/bench/decision_quality.py [--cases N] [--quick] [--seed S]
+Usage: .venv/bin/python tests/bench/decision_quality.py [--cases N] [--quick] [--seed S] [--only NAME] [--markdown]
 (run from the repository root; ANSIBLE_COLLECTIONS_PATH must reach the collection).
 """
 from __future__ import absolute_import, division, print_function

@@ -94,9 +94,9 @@ def evidence(verdict, rounds=None):
     metrics = verdict.get("metrics") if isinstance(verdict.get("metrics"), dict) else {}
     parts = []
     # every regression level below the highest (spec_decide's throughput_change_c<N>), then the highest
-    labels = list(ESTIMATE_LABELS[:2]) + sorted(((key, "throughput c=%s") for key in estimates
-                                                if re.match(r"^throughput_change_c\d+$", str(key))),
-                                               key=lambda kv: int(kv[0].rsplit("c", 1)[1])) + [ESTIMATE_LABELS[2]]
+    others = sorted((key for key in estimates if re.match(r"^throughput_change_c\d+$", str(key))),
+                    key=lambda key: int(key.rsplit("c", 1)[1]))
+    labels = list(ESTIMATE_LABELS[:2]) + [(key, "throughput c=%s") for key in others] + [ESTIMATE_LABELS[2]]
     for key, label in labels:
         est = estimates.get(key)
         if not isinstance(est, dict):

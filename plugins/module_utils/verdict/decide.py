@@ -488,12 +488,11 @@ def _decide(data, aside, usage, fails, levels, p):
         # barely move throughput per occupied second, and no user wants the errors.
         pvalue = fisher_greater(bad, total, bad_b, total_b)
         if pvalue < p["failure_alpha"]:
-            return _result("revert", "revert", p, [
-                "Revert (verdict.failure_rate): the candidate failed %d of %d requests (%.1f%%) against the "
-                "baseline's %d of %d (%.1f%%), more than chance explains (one-sided Fisher exact test p = %.2g "
-                "< failure_alpha %g)." % (bad, total, 100.0 * bad / total, bad_b, total_b, 100.0 * bad_b / total_b,
-                                          pvalue, p["failure_alpha"])],
-                usage, None, data, True, rule="verdict.failure_rate")
+            sentence = ("Revert (verdict.failure_rate): the candidate failed %d of %d requests (%.1f%%) against the "
+                        "baseline's %d of %d (%.1f%%), more than chance explains (one-sided Fisher exact test "
+                        "p = %.2g < failure_alpha %g)." % (bad, total, 100.0 * bad / total, bad_b, total_b,
+                                                           100.0 * bad_b / total_b, pvalue, p["failure_alpha"]))
+            return _result("revert", "revert", p, [sentence], usage, None, data, True, rule="verdict.failure_rate")
     bad, total = fails["baseline"]
     if total and bad > p["max_failed_ratio"] * total:
         reasons = ["The baseline itself failed %d of %d requests (%.1f%% > max_failed_ratio %s); the host "

@@ -226,4 +226,3 @@ def high_levels(p):
     if value is None:
         return []
     return list(value) if isinstance(value, list) else [value]
-    return p

@@ -82,7 +82,8 @@ def apply_ttft(verdict, rounds, concurrency, params):
     if change is None or out.get("action") not in ("keep", "revert"):
         return out
     sentence = ("TTFT p50 at concurrency %s changed %+.1f%% (%.1f ms -> %.1f ms); up to %+.0f%% is tolerated "
-                "(rollout_ttft_tolerance)." % (concurrency, 100 * change, base, cand, 100 * p["tolerance"]))
+                "(rollout_ttft_tolerance)." % (concurrency, 100 * change, float(base or 0.0), float(cand or 0.0),
+                                               100 * p["tolerance"]))
     reasons = list(out.get("reasons") or [])
     if out["action"] != "keep" or change <= p["tolerance"]:
         out["reasons"] = reasons[:-1] + [sentence] + reasons[-1:] if reasons else [sentence]

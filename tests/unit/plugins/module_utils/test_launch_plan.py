@@ -138,7 +138,6 @@ def test_rollout_settings_take_the_levels_from_the_benchmark():
     assert out["verdict"]["min_rounds"] == 3  # the rest are spec_decide's defaults, checked
 
 
-
 # #33 item 6: the regression check covers every benchmarked level above the judged one (docs/verdict.md).
 @pytest.mark.parametrize("levels, expected, want_levels, judged, checked", [
     ([1, 8], 1, [1, 8], 1, 8),                 # the default: unchanged (and its config hash)
