@@ -96,6 +96,7 @@ def _rounds_evidence(rounds, p):
         item = {"arm": rnd["arm"], "levels": {}, "wall_s": wall,
                 "foreign": [(c, n) for c, n in foreign if isinstance(n, int) and not isinstance(n, bool) and n > 0],
                 "acceptance": ev.acceptance_rate(rnd["result"]), "requests": 0,
+                "tokens_per_step": ev.tokens_per_step(rnd["result"]),
                 "conditions": [s for s in samples if isinstance(s, dict)] if isinstance(samples, list) else []}
         for c in levels:
             run = ev.find_run(rnd["result"], c)
@@ -459,6 +460,36 @@ def spec_decide(rounds, **params):
     return verdict
 
 
+# How far above the tokens a speculative step emits the measured single-stream speedup may be before it is
+# doubted: a draft step costs something, so the speedup stays below the tokens per step; 25 % covers the noise
+# of a few hundred requests and of the counters (a throttled baseline, not speculation, makes a 3x "gain").
+PLAUSIBLE_SPEEDUP_SLACK = 1.25
+
+
+def _implausible_keep(data, est, counts, p):
+    """Why a keep is not yet believable, or None. Two checks (issue 30 item 6):
+
+    * at least two baseline rounds: the drift between the baseline's own rounds is what tells a board that
+      slowed down (throttled, shared) from a candidate that helps; with one, that drift is only the prior;
+    * the speedup is bounded by the tokens per step: TPOT can drop at most by the factor of tokens a step
+      emits (vLLM's mean acceptance length), since a verify step costs at least a plain decode step."""
+    if counts["baseline"] < 2:
+        return ("verdict.one_baseline_round: the keep rests on one baseline round; a second one is measured before "
+                "keeping, so the baseline's own drift is known")
+    steps = sorted(r["tokens_per_step"] for r in data if r["arm"] == "candidate" and r.get("tokens_per_step"))
+    tpot = est.get("c1_tpot_drop")
+    if not steps or not tpot or tpot["point"] >= 1.0:
+        return None
+    median = steps[len(steps) // 2]
+    speedup = 1.0 / (1.0 - tpot["point"])
+    if speedup > median * PLAUSIBLE_SPEEDUP_SLACK:
+        return ("verdict.implausible_speedup: TPOT p50 fell %.0f %% (a %.2fx speedup), but the candidate's steps emit "
+                "%.2f tokens on average (vLLM's mean acceptance length), which bounds the speedup; the baseline was "
+                "likely measured slower than the board is (throttled, shared or cold), so more rounds are measured"
+                % (100 * tpot["point"], speedup, median))
+    return None
+
+
 def _energy_rule(verdict, rounds, p):
     """The operator's opt-in energy rule on a keep: more joules per token than the tolerance reverts."""
     spent = energy.summary([{"phase": r.get("arm"), "result": r.get("result")} for r in rounds or []])
@@ -555,6 +586,11 @@ def _decide(data, aside, usage, fails, levels, p):
             reasons.append("Revert, below the keep bar: between the revert and keep thresholds or short of the "
                            "TPOT target; action is '%s' (marginal_action)." % action)
     elif decision == "keep":
+        doubt = _implausible_keep(data, est, counts, p)
+        if doubt is not None:
+            reasons.append(doubt)
+            return _continue_or_stop(data, usage, p, levels, reasons, est, open_names,
+                                     unsettled="whether the gain is real (%s)" % doubt.split(": ", 1)[0])
         reasons.append("Keep: every keep condition holds over the whole interval.")
     else:
         reasons.append("Revert: the interval shows a revert condition.")

@@ -162,6 +162,18 @@ def _level_evidence(run, where, request_cv_prior):
     return ev
 
 
+def tokens_per_step(result):
+    """Tokens one speculative step emits on average (vLLM's mean acceptance length: 1 + accepted / drafts), or None."""
+    sd = (result or {}).get("spec_decode")
+    if not isinstance(sd, dict):
+        return None
+    try:
+        value = number(sd.get("mean_acceptance_length"), "spec_decode.mean_acceptance_length")
+    except EvidenceError:
+        return None
+    return value if value is not None and value >= 1.0 else None
+
+
 def acceptance_rate(result):
     """The result's spec-decode acceptance rate, or None."""
     sd = (result or {}).get("spec_decode")

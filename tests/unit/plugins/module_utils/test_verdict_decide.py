@@ -413,6 +413,11 @@ def test_no_decision_before_one_arm_was_measured_twice():
     assert out["action"] == "measure_more" and out["next_round"]["arm"] == "candidate"
     assert "min_rounds" in out["reasons"][-1]
     rounds.append({"arm": "candidate", "result": result(rng, 0.80, -0.45, 0.20)})
+    # a keep waits for the baseline's second round (its own drift); a revert does not
+    out = spec_decide(rounds)
+    assert out["action"] == "measure_more" and out["next_round"]["arm"] == "baseline"
+    assert out["reasons"][-1].startswith("verdict.one_baseline_round")
+    rounds.append({"arm": "baseline", "result": result(rng)})
     assert spec_decide(rounds)["action"] == "keep"
     slow = rounds[:1] + [{"arm": "candidate", "result": result(rng, -0.30, 0.30, -0.30)}]
     assert spec_decide(slow)["action"] == "measure_more"
@@ -600,3 +605,42 @@ def test_a_round_with_foreign_traffic_is_set_aside_and_measured_again():
     assert out["set_aside"] == [{"round": 2, "arm": "candidate", "reasons": [
         "foreign traffic (up to 3 requests besides the benchmark's at concurrency 1, 8)"]}]
     assert out["reasons"][0].startswith("Round 2 (candidate) is set aside, not evidence: foreign traffic")
+
+
+def _with_steps(res, tokens_per_step):
+    res["spec_decode"] = {"acceptance_rate": (tokens_per_step - 1) / 5.0, "mean_acceptance_length": tokens_per_step,
+                          "drafts": 100, "draft_tokens": 500, "accepted_tokens": int(100 * (tokens_per_step - 1))}
+    return res
+
+
+def test_a_speedup_the_tokens_per_step_cannot_explain_is_measured_more_then_inconclusive():
+    """The demo's too-hot Thor: the baseline throttled, the candidate measured cold: a 3x TPOT drop while each
+    step emitted 1.6 tokens (acceptance 0.12 at k=5). Not kept: more rounds, then inconclusive with the reason."""
+    rng = random.Random(5)
+    rounds = []
+    while True:
+        out = spec_decide(rounds, max_rounds=6)
+        if out["action"] != "measure_more":
+            break
+        arm = out["next_round"]["arm"]
+        eff = {"gain": 2.0, "tpot": -0.67, "c8": 0.5} if arm == "candidate" else {}
+        res = result(rng, n=out["next_round"]["num_prompts"], **eff)
+        rounds.append({"arm": arm, "result": _with_steps(res, 1.6) if arm == "candidate" else res})
+    assert (out["decision"], out["action"]) == ("inconclusive", "revert")
+    assert any(r.startswith("verdict.implausible_speedup: TPOT p50 fell 67 %") for r in out["reasons"])
+    assert "whether the gain is real" in out["reasons"][-1]
+
+
+def test_a_speedup_within_the_tokens_per_step_is_kept():
+    rng = random.Random(5)
+    rounds = []
+    while True:
+        out = spec_decide(rounds)
+        if out["action"] != "measure_more":
+            break
+        arm = out["next_round"]["arm"]
+        res = result(rng, n=out["next_round"]["num_prompts"], **({"gain": 0.80, "tpot": -0.45, "c8": 0.20}
+                                                                if arm == "candidate" else {}))
+        rounds.append({"arm": arm, "result": _with_steps(res, 2.4) if arm == "candidate" else res})
+    assert out["action"] == "keep"
+    assert sum(1 for r in rounds if r["arm"] == "baseline") >= 2
