@@ -473,7 +473,10 @@ def _implausible_keep(data, est, counts, p):
       slowed down (throttled, shared) from a candidate that helps; with one, that drift is only the prior;
     * the speedup is bounded by the tokens per step: TPOT can drop at most by the factor of tokens a step
       emits (vLLM's mean acceptance length), since a verify step costs at least a plain decode step."""
-    if counts["baseline"] < 2:
+    # Not when the operator measures each arm once (rollout_repeat_on_noise: false, max_rounds 2 or 3) or this
+    # is the last look (final): then the budget has no room for it and the check would only turn keeps into
+    # inconclusive reverts.
+    if counts["baseline"] < 2 and p["max_rounds"] >= 4 and not p["final"]:
         return ("verdict.one_baseline_round: the keep rests on one baseline round; a second one is measured before "
                 "keeping, so the baseline's own drift is known")
     steps = sorted(r["tokens_per_step"] for r in data if r["arm"] == "candidate" and r.get("tokens_per_step"))

@@ -644,3 +644,11 @@ def test_a_speedup_within_the_tokens_per_step_is_kept():
         rounds.append({"arm": arm, "result": _with_steps(res, 2.4) if arm == "candidate" else res})
     assert out["action"] == "keep"
     assert sum(1 for r in rounds if r["arm"] == "baseline") >= 2
+
+
+def test_one_round_per_arm_still_keeps_when_the_operator_chose_it():
+    """rollout_repeat_on_noise: false gives max_rounds 2: no room for a second baseline round, so no wait for it."""
+    rng = random.Random(16)
+    rounds = [{"arm": "baseline", "result": result(rng)},
+              {"arm": "candidate", "result": result(rng, 0.80, -0.45, 0.20)}]
+    assert spec_decide(rounds, min_rounds=2, max_rounds=2)["action"] == "keep"
