@@ -151,35 +151,10 @@ def validate(params):
     for name in INTEGERS:
         p[name] = _int(name, p[name])
     p["final"] = to_bool(p["final"], "final")
-    if p["regression_z"] is not None:
-        value = p["regression_z"]
-        try:
-            ok = not isinstance(value, bool) and 0.5 <= float(value) <= 6.0
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            raise ValueError("spec_decide: regression_z must be null (use z) or a number from 0.5 to 6, got %r"
-                             % (value,))
-        p["regression_z"] = float(value)
-    if p["energy_regression_tolerance"] is not None:
-        value = p["energy_regression_tolerance"]
-        try:
-            ok = not isinstance(value, bool) and 0.0 <= float(value) <= 10.0
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            raise ValueError("spec_decide: energy_regression_tolerance must be null (off) or a fraction from 0 to 10 "
-                             "(0.05 = 5 %%), got %r" % (value,))
-        p["energy_regression_tolerance"] = float(value)
-    if p["condition_max_temp_c"] is not None:
-        try:
-            ok = not isinstance(p["condition_max_temp_c"], bool) and 20.0 <= float(p["condition_max_temp_c"]) <= 150.0
-        except (TypeError, ValueError):
-            ok = False
-        if not ok:
-            raise ValueError("spec_decide: condition_max_temp_c must be null (no limit) or degrees C from 20 to 150, "
-                             "got %r" % (p["condition_max_temp_c"],))
-        p["condition_max_temp_c"] = float(p["condition_max_temp_c"])
+    # Optional numbers: null means "not used" (z instead, off, no limit); otherwise a number in a range.
+    _optional_number(p, "regression_z", 0.5, 6.0, "null (use z) or a number from 0.5 to 6")
+    _optional_number(p, "energy_regression_tolerance", 0.0, 10.0, "null (off) or a fraction from 0 to 10 (0.05 = 5 %)")
+    _optional_number(p, "condition_max_temp_c", 20.0, 150.0, "null (no limit) or degrees C from 20 to 150")
     if p["min_rounds"] > p["max_rounds"]:
         raise ValueError("spec_decide: min_rounds (%d) must not exceed max_rounds (%d)" % (p["min_rounds"], p["max_rounds"]))
     if p["revert_throughput_gain"] > p["keep_throughput_gain"]:
@@ -194,6 +169,20 @@ def validate(params):
     p["low_concurrency"] = int(value)
     p["high_concurrency"] = _high_levels(p["high_concurrency"], p["low_concurrency"])
     return p
+
+
+def _optional_number(p, name, low, high, what):
+    """Check p[name]: None stays None, else a number from low to high (a bool is not one), as a float."""
+    value = p[name]
+    if value is None:
+        return
+    try:
+        ok = not isinstance(value, bool) and low <= float(value) <= high
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise ValueError("spec_decide: %s must be %s, got %r" % (name, what, value))
+    p[name] = float(value)
 
 
 def _level_ok(value):

@@ -100,7 +100,7 @@ def test_a_sequential_verdict_leads_with_its_conclusion_and_shows_its_intervals_
         return {"runs": runs}
 
     rounds = [{"arm": "baseline", "result": result(20.0, 50.0)}, {"arm": "candidate", "result": result(30.0, 30.0)},
-              {"arm": "candidate", "result": result(30.5, 29.5)}]
+              {"arm": "candidate", "result": result(30.5, 29.5)}, {"arm": "baseline", "result": result(20.2, 49.6)}]
     verdict = spec_decide(rounds)
     assert verdict["action"] == "keep"
     record = {"host": "h", "status": "kept", "verdict": verdict, "config_after": "eagle3",
@@ -109,14 +109,14 @@ def test_a_sequential_verdict_leads_with_its_conclusion_and_shows_its_intervals_
     assert why["why"][0].startswith("Keep:")  # the conclusion first, then the numbers behind it
     assert why["evidence"].startswith("throughput c=1 +5") and "(+" in why["evidence"]
     assert "TPOT p50 drop c=1" in why["evidence"] and "throughput c=8" in why["evidence"]
-    assert "3 rounds (B C C)" in why["evidence"]
+    assert "4 rounds (B C C B)" in why["evidence"]
     report = build_report([record], "run", "2026-12-01T00:00:00Z")
     assert "**Evidence**" in render_markdown(report) and "<strong>Evidence</strong>" in render_html(report)
     assert explain(normalize({"host": "old", "status": "kept", "verdict": {"decision": "keep"}}))["evidence"] is None
 
     # a round measured under other board conditions is marked in the evidence line
     record["verdict"] = dict(verdict, set_aside=[{"round": 2, "arm": "candidate", "reasons": ["the GPU was throttled"]}])
-    assert "3 rounds (B C* C; * set aside)" in explain(normalize(record))["evidence"]
+    assert "4 rounds (B C* C B; * set aside)" in explain(normalize(record))["evidence"]
 
 
 def test_the_workload_is_named_with_its_hash_and_acceptance_per_category():

@@ -168,8 +168,9 @@ def test_run_verdict_measures_until_the_evidence_settles():
     record = rec.new_record("h", "run", JETSON)
     out, rounds = drive(record, (30, 30, 440))  # +50 % throughput, TPOT -40 %, c8 +10 %: keep
     assert (out["decision"], out["action"]) == ("keep", "keep")
-    # baseline, candidate, candidate: one arm measured twice before any decision (min_rounds 3)
-    assert [r["phase"] for r in rounds] == ["baseline", "candidate", "candidate"]
+    # baseline, candidate, candidate: one arm measured twice before any decision (min_rounds 3), and a keep
+    # waits for the baseline's second round (verdict.one_baseline_round)
+    assert [r["phase"] for r in rounds] == ["baseline", "candidate", "candidate", "baseline"]
     assert out["metrics"]["ttft_change"] == 0.0  # the TTFT guard ran (same first-token time in both arms)
     out, rounds = drive(record, (19, 52))  # slower: revert
     assert out["action"] == "revert" and out["decision"] == "revert"
@@ -198,10 +199,10 @@ def test_judged_record_keeps_a_line_per_round_and_no_request_lists():
     import random
     rng = random.Random(1)
     rounds = [{"phase": "baseline", "result": noisy(rng, 20, 50)}, {"phase": "candidate", "result": noisy(rng, 30, 30, 440)},
-              {"phase": "candidate", "result": noisy(rng, 30, 30, 440)}]
+              {"phase": "candidate", "result": noisy(rng, 30, 30, 440)}, {"phase": "baseline", "result": noisy(rng, 20, 50)}]
     verdict = rec.run_verdict(rec.new_record("h", "run", JETSON), rounds, RUNGS, None, PARAMS)
     out = rec.judged(rec.new_record("h", "run", JETSON), verdict, rounds, RUNGS[0], stored(True))
-    assert [r["arm"] for r in out["rounds"]] == ["baseline", "candidate", "candidate"]
+    assert [r["arm"] for r in out["rounds"]] == ["baseline", "candidate", "candidate", "baseline"]
     assert out["rounds"][1]["levels"][0]["concurrency"] == 1 and out["rounds"][1]["levels"][0]["throughput_tok_s"] == 30
     assert all("requests" not in run for arm in ("baseline", "candidate") for run in out[arm]["runs"])
     assert "requests" in rounds[0]["result"]["runs"][0]  # the inputs are never changed

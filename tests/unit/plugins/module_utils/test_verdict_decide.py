@@ -36,11 +36,12 @@ def result(rng, gain=0.0, tpot=0.0, c8=0.0, n=30, cv=0.10, failed=0, acceptance=
     return res
 
 
-def drive(truth, seed=1, cv=0.10, conditions_of=None, **params):
+def drive(truth, seed=1, cv=0.10, conditions_of=None, decorate=None, **params):
     """The rollout's loop: ask, run what next_round says, until an action.
 
     ``conditions_of(round index, arm)``: the board's condition samples of each round (vllm_bench's
-    ``conditions``); None: results without samples."""
+    ``conditions``); None: results without samples. ``decorate(result, round index, arm)``: adds to a
+    result what a test needs (power, traffic, counters) and returns it."""
     rng = random.Random(seed)
     rounds = []
     while True:
@@ -52,6 +53,8 @@ def drive(truth, seed=1, cv=0.10, conditions_of=None, **params):
         res = result(rng, n=out["next_round"]["num_prompts"], cv=cv, **eff)
         if conditions_of is not None:
             res["conditions"] = conditions_of(len(rounds), arm)
+        if decorate is not None:
+            res = decorate(res, len(rounds), arm)
         rounds.append({"arm": arm, "result": res})
 
 
@@ -556,16 +559,8 @@ def _with_power(res, watts, speculating):
 
 
 def drive_with_power(truth, base_w, cand_w, seed=1, **params):
-    rng = random.Random(seed)
-    rounds = []
-    while True:
-        out = spec_decide(rounds, **params)
-        if out["action"] != "measure_more":
-            return out, rounds
-        arm = out["next_round"]["arm"]
-        res = result(rng, n=out["next_round"]["num_prompts"], **(truth if arm == "candidate" else {}))
-        rounds.append({"arm": arm, "result": _with_power(res, cand_w if arm == "candidate" else base_w,
-                                                         arm == "candidate")})
+    return drive(truth, seed=seed, decorate=lambda res, i, arm: _with_power(
+        res, cand_w if arm == "candidate" else base_w, arm == "candidate"), **params)
 
 
 def test_the_energy_rule_is_off_by_default_and_reverts_a_keep_that_costs_more_joules_when_on():
@@ -588,19 +583,13 @@ def test_the_energy_tolerance_is_checked(bad):
 
 
 def test_a_round_with_foreign_traffic_is_set_aside_and_measured_again():
-    truth = {"gain": 0.80, "tpot": -0.45, "c8": 0.20}
-    rng = random.Random(3)
-    rounds = []
-    while True:
-        out = spec_decide(rounds)
-        if out["action"] != "measure_more":
-            break
-        arm = out["next_round"]["arm"]
-        res = result(rng, n=out["next_round"]["num_prompts"], **(truth if arm == "candidate" else {}))
+    def traffic(res, index, arm):
         for run in res["runs"]:  # the board served someone else during the second round only
-            run["traffic"] = {"peak_requests": run["concurrency"] + (3 if len(rounds) == 1 else 0),
-                              "foreign_requests": 3 if len(rounds) == 1 else 0, "polls": 4}
-        rounds.append({"arm": arm, "result": res})
+            foreign = 3 if index == 1 else 0
+            run["traffic"] = {"peak_requests": run["concurrency"] + foreign, "foreign_requests": foreign, "polls": 4}
+        return res
+
+    out, dummy = drive({"gain": 0.80, "tpot": -0.45, "c8": 0.20}, seed=3, decorate=traffic)
     assert out["decision"] == "keep"
     assert out["set_aside"] == [{"round": 2, "arm": "candidate", "reasons": [
         "foreign traffic (up to 3 requests besides the benchmark's at concurrency 1, 8)"]}]
@@ -613,35 +602,23 @@ def _with_steps(res, tokens_per_step):
     return res
 
 
+def _candidate_steps(tokens_per_step):
+    def decorate(res, index, arm):
+        return _with_steps(res, tokens_per_step) if arm == "candidate" else res
+    return decorate
+
+
 def test_a_speedup_the_tokens_per_step_cannot_explain_is_measured_more_then_inconclusive():
     """The demo's too-hot Thor: the baseline throttled, the candidate measured cold: a 3x TPOT drop while each
     step emitted 1.6 tokens (acceptance 0.12 at k=5). Not kept: more rounds, then inconclusive with the reason."""
-    rng = random.Random(5)
-    rounds = []
-    while True:
-        out = spec_decide(rounds, max_rounds=6)
-        if out["action"] != "measure_more":
-            break
-        arm = out["next_round"]["arm"]
-        eff = {"gain": 2.0, "tpot": -0.67, "c8": 0.5} if arm == "candidate" else {}
-        res = result(rng, n=out["next_round"]["num_prompts"], **eff)
-        rounds.append({"arm": arm, "result": _with_steps(res, 1.6) if arm == "candidate" else res})
+    out, dummy = drive({"gain": 2.0, "tpot": -0.67, "c8": 0.5}, seed=5, decorate=_candidate_steps(1.6), max_rounds=6)
     assert (out["decision"], out["action"]) == ("inconclusive", "revert")
     assert any(r.startswith("verdict.implausible_speedup: TPOT p50 fell 67 %") for r in out["reasons"])
     assert "whether the gain is real" in out["reasons"][-1]
 
 
 def test_a_speedup_within_the_tokens_per_step_is_kept():
-    rng = random.Random(5)
-    rounds = []
-    while True:
-        out = spec_decide(rounds)
-        if out["action"] != "measure_more":
-            break
-        arm = out["next_round"]["arm"]
-        res = result(rng, n=out["next_round"]["num_prompts"], **({"gain": 0.80, "tpot": -0.45, "c8": 0.20}
-                                                                if arm == "candidate" else {}))
-        rounds.append({"arm": arm, "result": _with_steps(res, 2.4) if arm == "candidate" else res})
+    out, rounds = drive({"gain": 0.80, "tpot": -0.45, "c8": 0.20}, seed=5, decorate=_candidate_steps(2.4))
     assert out["action"] == "keep"
     assert sum(1 for r in rounds if r["arm"] == "baseline") >= 2
 
