@@ -454,6 +454,9 @@ def spec_decide(rounds, **params):
     verdict = _decide(data, aside, usage, fails, levels, p)
     if verdict["action"] == "keep" and p["energy_regression_tolerance"] is not None:
         verdict = _energy_rule(verdict, rounds, p)
+    bottleneck = _ttft_bottleneck(rounds, p)
+    if bottleneck and verdict["action"] in ("keep", "revert"):
+        verdict["advisories"] = list(verdict["advisories"]) + [bottleneck]
     verdict["set_aside"] = aside
     if aside:
         verdict["reasons"][:0] = _aside_sentences(aside)
@@ -491,6 +494,31 @@ def _implausible_keep(data, est, counts, p):
                 "likely measured slower than the board is (throttled, shared or cold), so more rounds are measured"
                 % (100 * tpot["point"], speedup, median))
     return None
+
+
+# The skill asks first whether TPOT is the bottleneck: speculation shortens the decode, not the prefill.
+TTFT_BOTTLENECK_SHARE = 0.5
+
+
+def _ttft_bottleneck(rounds, p):
+    """An advisory when the baseline's own requests spend half their time or more before the first token
+    (TTFT p50 over end-to-end latency p50 at the judged level, median over its rounds), else None."""
+    shares = []
+    for rnd in rounds or []:
+        if rnd.get("arm") != "baseline":
+            continue
+        run = ev.find_run(rnd.get("result"), p["low_concurrency"])
+        ttft, e2e = (run or {}).get("ttft_ms_p50"), (run or {}).get("e2e_latency_ms_p50")
+        if isinstance(ttft, (int, float)) and isinstance(e2e, (int, float)) and e2e > 0:
+            shares.append(float(ttft) / float(e2e))
+    if not shares:
+        return None
+    share = sorted(shares)[len(shares) // 2]
+    if share < TTFT_BOTTLENECK_SHARE:
+        return None
+    return ("TTFT is the bottleneck here, not TPOT: the baseline's requests spend %.0f %% of their time before the "
+            "first token at concurrency %d. Speculative decoding shortens the decode only; prefix caching, shorter "
+            "prompts or chunked prefill address the rest (advisory only)." % (100 * share, p["low_concurrency"]))
 
 
 def _energy_rule(verdict, rounds, p):

@@ -629,3 +629,16 @@ def test_one_round_per_arm_still_keeps_when_the_operator_chose_it():
     rounds = [{"arm": "baseline", "result": result(rng)},
               {"arm": "candidate", "result": result(rng, 0.80, -0.45, 0.20)}]
     assert spec_decide(rounds, min_rounds=2, max_rounds=2)["action"] == "keep"
+
+
+def test_a_baseline_whose_time_goes_to_the_first_token_gets_the_bottleneck_advisory():
+    def prefill_heavy(res, index, arm):
+        for run in res["runs"]:
+            run["ttft_ms_p50"], run["e2e_latency_ms_p50"] = 3000.0, 4000.0
+        return res
+
+    out, dummy = drive({"gain": 0.80, "tpot": -0.45, "c8": 0.20}, decorate=prefill_heavy)
+    assert any(a.startswith("TTFT is the bottleneck here, not TPOT: the baseline's requests spend 75 %")
+               for a in out["advisories"]), out["advisories"]
+    out, dummy = drive({"gain": 0.80, "tpot": -0.45, "c8": 0.20})
+    assert not any(a.startswith("TTFT is the bottleneck") for a in out["advisories"])
