@@ -2,8 +2,8 @@
 
 Waves - rollout_wave_percent rolls out a stable share of the fleet.
 
-Two Orin NX boards with no vLLM unit (a rollout there is quick: speculation is refused by
-the family rule and the baseline is installed). Their buckets (sha256 of the inventory name,
+Two Orin NX boards with no vLLM unit (a rollout there is quick: speculation is off by
+the shipped group_vars policy and the baseline is installed). Their buckets (sha256 of the inventory name,
 modulo 100) are wv-1 -> 4 and wv-4 -> 82, so a 50 % wave takes wv-1 and holds wv-4 back,
 untouched; raising the wave to 100 rolls out wv-4 and leaves the converged wv-1 alone. An
 impossible percentage is refused before any host changes.
@@ -56,14 +56,14 @@ def plant_pull_record(fleet, host, push_run, pull_run):
 def test_a_half_wave_rolls_out_the_host_inside_it_and_holds_the_other(fleet):
     rc, out, dummy = fleet.half
     assert rc == 0, out[-3000:]
-    assert_state(fleet, "wv-1", "refused")
+    assert_state(fleet, "wv-1", "off")
     assert_serving(fleet, "wv-1", speculative=False)
     # wv-4 is held: nothing was written or started on it
     assert fleet.after_half["wv-4"] is None and fleet.unit_after_half["wv-4"] == ""
     assert recap(out)["wv-4"]["changed"] == 0, out[-3000:]
     rows = fleet.report_rows("wave50")
     assert rows["wv-4"]["status"] == "held" and rows["wv-4"]["decision"] == "held", rows["wv-4"]
-    assert rows["wv-1"]["status"] == "refused"
+    assert rows["wv-1"]["status"] == "off"
     assert "outside the 50 % wave" in out and "above 82 includes it" in out, out[-3000:]
 
 
@@ -79,8 +79,8 @@ def test_the_full_wave_adds_the_held_host_and_leaves_the_converged_one(fleet):
     assert rc == 0, out[-3000:]
     rows = fleet.report_rows("wave100")
     assert rows["wv-1"]["status"] == "unchanged", rows["wv-1"]
-    assert rows["wv-4"]["status"] == "refused", rows["wv-4"]
-    assert_state(fleet, "wv-4", "refused")
+    assert rows["wv-4"]["status"] == "off", rows["wv-4"]
+    assert_state(fleet, "wv-4", "off")
     assert_serving(fleet, "wv-4", speculative=False)
 
 
@@ -90,6 +90,6 @@ def test_the_pull_mode_report_names_each_board_and_lists_the_one_without_a_recor
     report = fleet.report("gathered")
     rows = fleet.report_rows("gathered")
     assert set(rows) == {"wv-4"}, rows
-    assert rows["wv-4"]["status"] == "refused" and rows["wv-4"]["family"] == "orin_nx", rows["wv-4"]
+    assert rows["wv-4"]["status"] == "off" and rows["wv-4"]["family"] == "orin_nx", rows["wv-4"]
     assert report["missing_hosts"] == ["wv-1"], report["missing_hosts"]
     assert "Report: " in out
