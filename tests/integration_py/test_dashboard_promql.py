@@ -18,7 +18,12 @@ from ansible_collections.jetson.specdec.plugins.module_utils.record import textf
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 DASHBOARD = os.path.join(ROOT, "dashboards", "jetson-specdec.json")
 PROMTOOL = shutil.which("promtool")
-pytestmark = pytest.mark.skipif(PROMTOOL is None, reason="needs promtool (tests/integration_py/ensure_promtool.sh)")
+
+
+@pytest.fixture(autouse=True)
+def promtool_present():
+    # Not a skip: `make unit-integration` installs it first (tests/integration_py/ensure_promtool.sh).
+    assert PROMTOOL, "promtool is missing: run tests/integration_py/ensure_promtool.sh (Debian's prometheus package)"
 
 
 def _bench(tok_s, tpot, acceptance=None, simulated=None):
