@@ -17,9 +17,13 @@ from harness import assert_serving, assert_state, board
 PREFIX = "specdec-eq-"
 SHORT = {"rollout_bench_num_prompts": 8, "rollout_bench_warmup_prompts": 1, "rollout_bench_output_len": 32,
          "rollout_verdict_restart_s": 5}
+# The timing verdict is not under test here: low bars and more rounds so that a loaded CI host (two
+# fleets at once) cannot turn eq-clean's clear speedup into "inconclusive" and hide the equivalence check.
+EASY_KEEP = {"rollout_keep_throughput_gain": 0.05, "rollout_keep_tpot_drop": 0.05, "rollout_revert_throughput_gain": 0.01,
+             "rollout_c8_regression_tolerance": 0.9, "rollout_marginal_action": "keep", "rollout_verdict_max_rounds": 8}
 BOARDS = [
-    board("eq-lossy", "thor-01", faults={"garble": True, "when": "speculative"}),
-    board("eq-clean", "thor-01"),
+    board("eq-lossy", "thor-01", faults={"garble": True, "when": "speculative"}, hostvars=EASY_KEEP),
+    board("eq-clean", "thor-01", hostvars=EASY_KEEP),
 ]
 
 
