@@ -27,6 +27,7 @@ import re
 import socket
 
 from ansible_collections.jetson.specdec.plugins.module_utils.common.booleans import strict_bool
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import SpecConfigError, validate_model_ref
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.serve_options import (
     AMBIGUOUS,
     EXACT,
@@ -534,10 +535,28 @@ def check_model_set(opts):
             "group_vars/jetsons.yml." % ("not set" if model in (None, "") else "not a model name (%r)" % (model,))]
 
 
+def check_model_refs(opts):
+    """The model and the draft become argv and unit lines: a Hugging Face id or a plain absolute path
+    (``launch/spec_config.py`` MODEL_REF_RULE), refused here with a rule id before the plan reads them.
+    An unset or non-string model is input.model_missing's; a draft that is no string is the argument spec's."""
+    out = []
+    for key, var in (("model", "vllm_server_model"), ("speculative_model", "vllm_server_speculative_model")):
+        ref = opts.get(key)
+        if not isinstance(ref, str) or not ref.strip():
+            continue
+        try:
+            validate_model_ref(ref, var)
+        except SpecConfigError as exc:
+            out.append(_refusal("model_ref", "%s. Fix: give %s as owner/name of the Hub or an absolute path "
+                                "of letters, digits and . _ / -." % (exc, var)))
+    return out
+
+
 def input_refusals(opts):
     """Every refusal for the role's inputs: the model first, then the service name (it names the unit and env file)."""
     runtime = opts.get("runtime")
     out = check_model_set(opts)
+    out += check_model_refs(opts)
     out += check_service_name(opts.get("service_name"))
     out += check_account(opts.get("user"), opts.get("group"), opts.get("supplementary_groups", []))
     out += check_data_path("vllm_server_hf_home", opts.get("hf_home"))

@@ -281,3 +281,30 @@ def test_refusals_name_the_variable_and_a_fix():
     assert len(out) == 7
     for line in out:
         assert re.match(r"^input\.[a-z_]+: ", line) and ("Fix:" in line or "must not" in line), line
+
+
+# Issue 34: a model or draft reference that would carry a shell word, a newline or a path climb onto argv and
+# the unit is refused with its own rule id (input.model_ref) before the plan reads it.
+@pytest.mark.parametrize("over", [
+    {"model": "meta-llama/Llama-3.1-8B-Instruct; rm -rf /"},
+    {"model": "$(reboot)/model"},
+    {"model": "a/b\nExecStartPre=/bin/true"},
+    {"model": "/opt/models/../../etc"},
+    {"model": "-h/x"},
+    {"speculative_model": "a/b\nExecStartPre=/bin/true"},
+    {"speculative_model": "yuhuili/EAGLE3 `id`"},
+    {"speculative_model": "a/b%n"},
+], ids=["model_semicolon", "model_subshell", "model_newline", "model_dotdot", "model_option", "draft_newline",
+        "draft_backtick", "draft_percent"])
+def test_a_model_reference_with_shell_or_unit_syntax_is_input_model_ref(over):
+    out = refusals(**over)
+    assert [r.split(":", 1)[0] for r in out] == ["input.model_ref"], out
+    var = "vllm_server_model" if "model" in over else "vllm_server_speculative_model"
+    assert var in out[0] and "Fix:" in out[0], out
+
+
+@pytest.mark.parametrize("over", [{"model": "meta-llama/Llama-3.1-8B-Instruct"}, {"model": "/opt/models/llama-3.1"},
+                                  {"speculative_model": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"},
+                                  {"speculative_model": ""}, {"speculative_model": None}])
+def test_good_model_references_pass(over):
+    assert refusals(**over) == []
