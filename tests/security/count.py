@@ -531,6 +531,13 @@ def render(result):
     for rule, entry in per_rule.items():
         lines.append("| `%s` | %d | %d | %s |" % (rule, entry["ci"], entry["full"], "; ".join(sorted(entry["where"]))))
     lines.append("| **total** | **%d** | **%d** | |" % (total_ci, total_full))
+    roles = collections.OrderedDict()
+    for key, (rule, ci, wheres) in sorted(hostile.items()):
+        counts = roles.setdefault(key[0], [0, 0])
+        counts[0] += 1 if ci else 0
+        counts[1] += 1
+    lines += ["", "By role: %s." % "; ".join("%s %d in CI, %d in full" % (role, ci, full)
+                                          for role, (ci, full) in roles.items())]
     plan = _distinct([c for c in cases if c.kind == "plan"])
     unasserted = [c for c in cases if c.kind == "unasserted"]
     lines += [
