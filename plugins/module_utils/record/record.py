@@ -351,7 +351,23 @@ def run_verdict(record, rounds, rungs, broke, params, ttft=None):
         return broken_candidate_verdict(broke)
     data = decide_rounds(rounds)
     verdict = spec_decide(data, **dict(params or {}))
-    return apply_ttft(verdict, data, (verdict.get("metrics") or {}).get("low_concurrency") or 1, ttft or {})
+    verdict = apply_ttft(verdict, data, (verdict.get("metrics") or {}).get("low_concurrency") or 1, ttft or {})
+    verdict["thresholds"] = verdict_thresholds(params)
+    return verdict
+
+
+# The verdict's settings the report states once for the run (its thresholds and budget).
+THRESHOLD_KEYS = ("keep_throughput_gain", "keep_tpot_drop", "revert_throughput_gain", "c8_regression_tolerance",
+                  "marginal_action", "low_concurrency", "high_concurrency", "z", "regression_z", "min_rounds",
+                  "max_rounds", "max_requests", "max_wall_s", "round_prompts")
+
+
+def verdict_thresholds(params):
+    """The thresholds and budget a verdict was judged with (defaults filled in), for the report."""
+    from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import validate
+
+    p = validate(dict(params or {}))
+    return dict((key, p.get(key)) for key in THRESHOLD_KEYS)
 
 
 def compact_result(result):
