@@ -101,7 +101,7 @@ def from_stored(record, stored, check_mode=False, refusal="", launch=None, setti
     if not stored.get("needs_rollout"):
         out.update(status="unchanged", verdict=state.get("verdict"), baseline=benchmarks.get("baseline"),
                    candidate=benchmarks.get("candidate"), rounds=benchmarks.get("rounds") or [],
-                   config_after=info.get("config_after"),
+                   config_after=info.get("config_after"), decided_at=state.get("updated_at"),
                    simulated=bool(info.get("simulated", False)), reasons=[reason])
     elif in_wave is not None and not in_wave["in_wave"]:
         out.update(status="held", config_after=info.get("config_after"),
