@@ -187,7 +187,8 @@ CHART_PANELS = (("c1_gain", "Throughput change at concurrency 1 (%, higher is be
 # The outcome colours of the chart (the HTML's rows use lighter ones of the same hue).
 CHART_COLOURS = {"kept": "#2e8b2e", "reverted": "#777777", "human": "#e08a00", "refused": "#3b6fb6",
                  "off": "#7a5fb0", "held": "#999933", "planned": "#999933"}
-CHART_WIDTH_IN, CHART_DPI = 11.0, 90
+CHART_WIDTH_IN = 11.0
+CHART_DPI = 90
 
 
 def draw_chart(series):

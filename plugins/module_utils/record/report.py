@@ -487,6 +487,20 @@ def attention_hosts(report):
     return out
 
 
+def attention_groups(report):
+    """attention_hosts grouped by (outcome words, reason): [(what, reason, [hosts])], first seen first, so
+    300 hosts failing on one cause read as one line naming all of them."""
+    groups = []
+    for host, what, text in attention_hosts(report):
+        for group in groups:
+            if group[0] == what.replace(" ⚑", "") and group[1] == text:
+                group[2].append(host)
+                break
+        else:
+            groups.append((what.replace(" ⚑", ""), text, [host]))
+    return groups
+
+
 def _iqr_bounds(values):
     values = sorted(values)
     n = len(values)
@@ -697,7 +711,8 @@ def render_markdown(report, title="jetson.specdec fleet report"):
     attention = attention_hosts(report)
     if attention:
         lines += ["Needs a look (every host that needs a human or failed):", ""]
-        lines += ["- **%s** (%s): %s" % (_md_text(h), _md_text(what), _md_text(text)) for h, what, text in attention]
+        lines += ["- **%s** (%s): %s" % (_md_text(", ".join(hosts)), _md_text(what), _md_text(text))
+                  for what, text, hosts in attention_groups(report)]
         lines.append("")
     lines += ["- **%s**: %s" % (label, _md_text(text)) for label, text in settings_lines(report)]
     lines += ["- **Signs**: %s" % _md_text(SIGN_CONVENTION), "- **Rounds**: %s" % _md_text(ROUNDS_JARGON), ""]
@@ -777,9 +792,10 @@ def render_html(report, chart_png_b64=None, chart_note=None, title="jetson.specd
     attention = attention_hosts(report)
     if attention:
         parts.append("<p>Needs a look (every host that needs a human or failed):</p><ul class=\"why\">")
-        parts += ['<li><a href="#why-%s"><strong>%s</strong></a> (%s): %s</li>'
-                  % (esc(h.split(" (SIMULATED)")[0], quote=True), esc(h), esc(what), esc(text))
-                  for h, what, text in attention]
+        parts += ['<li>%s (%s): %s</li>' % (", ".join('<a href="#why-%s"><strong>%s</strong></a>'
+                                                      % (esc(h.split(" (SIMULATED)")[0], quote=True), esc(h))
+                                                      for h in hosts), esc(what), esc(text))
+                  for what, text, hosts in attention_groups(report)]
         parts.append("</ul>")
     parts.append('<ul class="settings">')
     parts += ["<li><strong>%s</strong>: %s</li>" % (esc(label), esc(text)) for label, text in settings_lines(report)]

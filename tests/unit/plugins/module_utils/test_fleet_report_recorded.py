@@ -105,7 +105,7 @@ def test_the_summary_comes_first_with_the_runs_thresholds_benchmark_and_jargon()
     assert "16 prompts per round and level (512 input, 64 output tokens" in summary
     assert fr.SIGN_CONVENTION in summary.replace("\\", "") and "B the baseline (speculation off)" in summary
     # every host that needs a human, with the reason that names the threshold it could not settle
-    assert "**thor-hot-01 (SIMULATED)** (inconclusive → revert ⚑): Inconclusive: the round budget is spent" in summary
+    assert "**thor-hot-01 (SIMULATED)** (inconclusive → revert): Inconclusive: the round budget is spent" in summary
     assert "straddles the 30% throughput keep threshold" in summary
     assert "**fl-stale (SIMULATED)** (failed)" in summary
 
@@ -171,3 +171,14 @@ def test_300_hosts_every_host_in_the_tables_and_the_html_rows_coloured_by_outcom
     assert len(set(h for _o, h in table_hosts if " | " not in h)) >= 300
     assert set(o for o, _h in table_hosts) >= {"kept", "reverted", "human", "off", "refused", "failed"}
     assert all("tr.o-%s" % key in page for key, _w in fr.OUTCOMES)
+
+
+def test_hosts_needing_a_look_for_one_reason_read_as_one_line_naming_every_host():
+    report = build(scale.fleet(40))
+    groups = fr.attention_groups(report)
+    failed = [g for g in groups if g[0] == "failed"]
+    assert len(failed) == 1 and len(failed[0][2]) == 4  # fl-stale-n009, -n019, -n029, -n039: one cause
+    assert sum(len(hosts) for _w, _t, hosts in groups) == len(fr.attention_hosts(report)) == 8
+    md = fr.render_markdown(report)
+    assert "- **fl-stale-n009 (SIMULATED), fl-stale-n019 (SIMULATED), fl-stale-n029 (SIMULATED), " \
+           "fl-stale-n039 (SIMULATED)** (failed): Rollout lock" in md
