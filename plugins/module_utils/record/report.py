@@ -211,6 +211,8 @@ def outcome_of(row):
     if status in ("kept", "reverted", "refused", "off", "held", "planned"):
         return status
     if status == "unchanged":
+        if decision in ("refused", "off"):
+            return decision  # a converged host the rules refuse, or the inventory turns off
         if action in ("keep", "revert"):
             return "kept" if action == "keep" else "reverted"
         return "reverted" if row.get("runs_now") in (None, "baseline") else "kept"

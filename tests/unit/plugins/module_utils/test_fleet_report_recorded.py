@@ -85,6 +85,8 @@ def test_outcome_of_each_status():
              ({"status": "reverted", "decision": "inconclusive"}, "human"), ({"status": "queued", "decision": "queued"}, "human"),
              ({"status": "unchanged", "decision": "keep", "action": "keep"}, "kept"),
              ({"status": "unchanged", "decision": "revert", "action": "revert"}, "reverted"),
+             ({"status": "unchanged", "decision": "refused"}, "refused"),
+             ({"status": "unchanged", "decision": "off"}, "off"),
              ({"status": "refused", "decision": "refused"}, "refused"), ({"status": "off", "decision": "off"}, "off"),
              ({"status": "failed", "decision": "failed", "failed": True}, "failed")]
     for change, outcome in cases:
