@@ -439,6 +439,8 @@ def judged(record, verdict, rounds, rung, stored, waits=None, prefetch=None, k_c
                spec_decode=(candidate or {}).get("spec_decode"),
                config_after=(rung or {}).get("label") if kept else "baseline",
                serving_gaps=serving_gaps(waits))
+    if rung and rung.get("vllm_server_speculative_model"):
+        out["speculative_model"] = rung["vllm_server_speculative_model"]  # the head or draft it measured
     spent = energy.summary(rounds)
     if spent:
         out["energy"] = spent

@@ -105,7 +105,7 @@ def _round_means(record, level):
 
 
 def speculation_setup(record):
-    """{method, k, runs_now, model_served, vllm}: what the host runs and on what (the record's config, k tuning,
+    """{method, k, head, runs_now, model_served, vllm}: what the host runs and on what (the record's config, k tuning,
     the plan's k and the benchmarked server), None where the record does not say."""
     server = {}
     for arm in ("candidate", "baseline"):
@@ -120,8 +120,12 @@ def speculation_setup(record):
     k = tuned.get("k") or plan.get("k") or None
     runs_now = record.get("config_after")
     method = str(label).split(" at utilization ")[0] if label else None
-    return {"method": method, "k": k if method else None, "runs_now": runs_now,
-            "model_served": server.get("model"), "vllm": server.get("version")}
+    head = record.get("speculative_model")
+    if not head and method:
+        # older records: the head or draft vllm_prefetch fetched for the candidate
+        head = next((p.get("model") for p in record.get("prefetch") or [] if isinstance(p, dict) and p.get("model")), None)
+    return {"method": method, "k": k if method else None, "head": head if method and method != "ngram" else None,
+            "runs_now": runs_now, "model_served": server.get("model"), "vllm": server.get("version")}
 
 
 def host_row(record, low=1, high=8):
@@ -566,7 +570,8 @@ def setup_text(row):
     """'eagle3, k=3; serves llama-3.1-8b on vLLM 0.20.1; decided this run' or None."""
     parts = []
     if row.get("method"):
-        parts.append("candidate %s%s" % (row["method"], ", k=%s" % row["k"] if row.get("k") else ""))
+        parts.append("candidate %s%s%s" % (row["method"], " (%s)" % row["head"] if row.get("head") else "",
+                                           ", k=%s" % row["k"] if row.get("k") else ""))
     if row.get("model_served") or row.get("vllm"):
         parts.append("serves %s%s" % (row.get("model_served") or "?", " on vLLM %s" % row["vllm"] if row.get("vllm") else ""))
     if row.get("outcome"):

@@ -116,7 +116,13 @@ def test_each_host_says_k_method_model_vllm_tails_and_when_it_was_decided():
     row = rows()["thor-01"]
     assert (row["method"], row["k"], row["model_served"], row["vllm"]) == ("eagle3", 5, "llama-3.1-8b", "0.20.1")
     assert fr.runs_now_label(row) == "eagle3 k=5" and fr.runs_now_label(rows()["agx-02"]) == "baseline"
-    assert fr.setup_text(row) == "candidate eagle3, k=5; serves llama-3.1-8b on vLLM 0.20.1; runs eagle3 k=5 now; decided this run"
+    assert fr.setup_text(row) == ("candidate eagle3 (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B), k=5; serves llama-3.1-8b on "
+                                  "vLLM 0.20.1; runs eagle3 k=5 now; decided this run")
+    assert rows()["agx32-01"]["head"] is None  # the ladder ended on n-gram: no head, whatever was prefetched
+    # a record written now names the head or draft its candidate measured
+    judged = rec.judged(rec.new_record("h", "r", {"family": "thor"}), {"action": "keep", "decision": "keep"}, [],
+                        {"label": "eagle3 at utilization 0.75", "vllm_server_speculative_model": "org/head"}, {})
+    assert judged["speculative_model"] == "org/head" and fr.host_row(judged)["head"] == "org/head"
     tails = fr.latency_tails(BY_HOST["thor-01"])
     assert tails.startswith("TPOT p50/p90/p99 ms 2.3/2.3/2.3 → 1.5/1.8/2.0; TTFT p50/p90/p99 ms")
     # a converged host: its verdict's date, read from the state file by record.from_stored
