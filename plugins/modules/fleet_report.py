@@ -12,11 +12,15 @@ version_added: 0.1.0
 author: jetson.specdec contributors (@jetson-specdec)
 description:
   - Writes C(report.json), C(report.md) and C(report.html) into C(<dest_dir>/<run_id>/).
-  - The tables are grouped by board family, with per-family medians; failed and unreachable hosts, and expected
+  - The tables are grouped by board family, with per-family medians of the kept hosts; failed and unreachable hosts, and expected
     hosts without a record, are listed separately; simulated hosts carry a SIMULATED label.
-  - The HTML embeds a chart of throughput at concurrency 1 and 8, TPOT p50 and TTFT p50 before and after per host
-    (each host labelled with its decision) as a base64 PNG drawn with
-    matplotlib (Agg backend). Without matplotlib the HTML holds the tables and a note.
+  - The report opens with a summary (outcome counts, what the fleet gains as it runs now, the run thresholds and
+    benchmark size, every host that needs a human or failed); the change columns are the verdict's own estimates
+    with their intervals, and a family's median row takes its kept hosts only.
+  - The HTML embeds a chart of the verdict's estimates per family (throughput at concurrency 1 and 8, TPOT p50; a box
+    per family and each host with its interval, coloured by outcome; its size does not grow with the host count) as a
+    base64 PNG drawn with matplotlib (Agg backend), and lists the outliers. Without matplotlib the HTML holds the
+    tables and a note.
   - Run it on the controller, once, with C(delegate_to=localhost) and C(run_once=true). It is the only module of
     the collection that may use a non-standard library (matplotlib), and only when it is installed.
 options:
@@ -176,55 +180,67 @@ def read_spool(hosts_dir):
     return records, None
 
 
-# The chart's panels: (series key, title); a panel no host has numbers for is left out.
-CHART_PANELS = (("tok_s", "Throughput at concurrency 1 (tok/s, higher is better)"),
-                ("tpot", "TPOT p50 at concurrency 1 (ms, lower is better)"),
-                ("c8_tok_s", "Throughput at concurrency 8 (tok/s, higher is better)"),
-                ("ttft", "TTFT p50 at concurrency 1 (ms, lower is better)"))
+# The chart's panels: (series field, title); a panel no host has numbers for is left out.
+CHART_PANELS = (("c1_gain", "Throughput change at concurrency 1 (%, higher is better)"),
+                ("tpot_change", "TPOT p50 change at concurrency 1 (%, lower is better)"),
+                ("c8_change", "Throughput change at concurrency 8 (%, 0 or higher: no regression)"))
+# The outcome colours of the chart (the HTML's rows use lighter ones of the same hue).
+CHART_COLOURS = {"kept": "#2e8b2e", "reverted": "#777777", "human": "#e08a00", "refused": "#3b6fb6",
+                 "off": "#7a5fb0", "held": "#999933", "planned": "#999933"}
+CHART_WIDTH_IN = 11.0
+CHART_DPI = 90
 
 
 def draw_chart(series):
-    """Base64 PNG of throughput (c=1, c=8), TPOT and TTFT before/after per host, or (None, note).
+    """Base64 PNG of the verdict's estimates per family, or (None, note).
 
-    Each host's tick label carries its decision; the legend sits under the panels, never on a
-    bar. matplotlib is imported here, not at module import, so a controller without it still
-    gets the tables.
+    One panel per estimate (throughput at c=1 and c=8, TPOT p50); in each, one column per family: a box of
+    its hosts' point estimates and every host as a dot with its interval as a thin line, coloured by outcome.
+    The figure's size depends on the number of families, never on the number of hosts (11 in wide at 90 dpi).
+    matplotlib is imported here, not at module import, so a controller without it still gets the tables.
     """
     if not series:
-        return None, "No host has before/after numbers to chart."
+        return None, "No host has a verdict's estimate to chart."
     try:
         import matplotlib
         matplotlib.use("Agg")
         from matplotlib import pyplot
+        from matplotlib.lines import Line2D
     except ImportError:
         return None, "Chart left out: matplotlib is not installed on the controller (pip install matplotlib)."
-    panels = [(key, title) for key, title in CHART_PANELS
-              if any(s.get(key + "_before") is not None or s.get(key + "_after") is not None for s in series)]
-    labels = ["%s\n%s" % (s["label"], s.get("decision") or "") for s in series]
-    pos = list(range(len(series)))
-    width = 0.38
-    columns = 2 if len(panels) > 1 else 1
-    rows = (len(panels) + columns - 1) // columns
-    fig, axes = pyplot.subplots(rows, columns, figsize=(max(8.0, 1.4 * len(series) + 4) * columns / 2.0 + 2, 3.6 * rows + 1),
-                                squeeze=False)
+    panels = [(key, title) for key, title in CHART_PANELS if any(s[key][0] is not None for s in series)]
+    families = sorted(set(s["family"] for s in series))
+    fig, axes = pyplot.subplots(len(panels), 1, figsize=(CHART_WIDTH_IN, 2.9 * len(panels) + 0.8), squeeze=False)
     try:
-        handles = None
         for index, (key, title) in enumerate(panels):
-            ax = axes[index // columns][index % columns]
-            before = [s.get(key + "_before") or 0 for s in series]
-            after = [s.get(key + "_after") or 0 for s in series]
-            handles = (ax.bar([p - width / 2 for p in pos], before, width, label="before: baseline, speculation off"),
-                       ax.bar([p + width / 2 for p in pos], after, width, label="after: with speculation (candidate)"))
+            ax = axes[index][0]
+            boxes = []
+            for pos, family in enumerate(families):
+                members = [s for s in series if s["family"] == family and s[key][0] is not None]
+                boxes.append([100.0 * s[key][0] for s in members])
+                for rank, s in enumerate(members):
+                    # spread the family's hosts over its column, deterministically (same order as the tables)
+                    x = pos + (((rank * 0.618034) % 1.0) - 0.5) * 0.6 if len(members) > 1 else pos
+                    point, low, high = s[key]
+                    colour = CHART_COLOURS.get(s["outcome"], "#444444")
+                    if low is not None and high is not None:
+                        ax.plot([x, x], [100.0 * low, 100.0 * high], color=colour, alpha=0.35, linewidth=1)
+                    ax.plot([x], [100.0 * point], marker="o", markersize=3.5, color=colour, alpha=0.9)
+            ax.boxplot([b or [float("nan")] for b in boxes], positions=list(range(len(families))), widths=0.7,
+                       showfliers=False, medianprops={"color": "black"}, boxprops={"color": "#555555"})
+            ax.axhline(0.0, color="#333333", linewidth=0.8)
+            ax.set_xticks(list(range(len(families))))
+            ax.set_xticklabels(["%s (%d)" % (f, len(boxes[i])) for i, f in enumerate(families)], fontsize=8)
             ax.set_title(title, fontsize=10)
-            ax.set_xticks(pos)
-            ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
-            ax.margins(y=0.12)
-        for index in range(len(panels), rows * columns):
-            axes[index // columns][index % columns].set_visible(False)
-        fig.legend(handles, [h.get_label() for h in handles], loc="lower center", ncol=2, frameon=False)
-        fig.tight_layout(rect=(0, 0.06, 1, 1))
+            ax.grid(axis="y", alpha=0.3)
+        handles = [Line2D([0], [0], marker="o", color=colour, linestyle="-", label=name)
+                   for name, colour in sorted(CHART_COLOURS.items()) if any(s["outcome"] == name for s in series)]
+        fig.legend(handles=handles, loc="lower center", ncol=max(1, len(handles)), frameon=False, fontsize=8,
+                   title="each dot a host, its line the verdict's interval; boxes: the family's hosts (quartiles)",
+                   title_fontsize=8)
+        fig.tight_layout(rect=(0, 0.07, 1, 1))
         buf = io.BytesIO()
-        fig.savefig(buf, format="png", dpi=90)
+        fig.savefig(buf, format="png", dpi=CHART_DPI)
     finally:
         pyplot.close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii"), None

@@ -7,7 +7,10 @@ The report is built by the collection's own fleet_report module (run as a proces
 as Ansible runs it) from records a simulated demo rollout spooled
 (tests/fixtures/records/demo-run: keep, revert on a concurrency-8 regression, a
 fallback ladder that ended in revert, two refused boards, a host that failed on a
-held lock) plus one expected host without a record (unreachable).
+held lock) plus one expected host without a record (unreachable): 8 hosts. Then at
+fleet scale: 299 records made from the recorded ones (tests/fixtures/records/scale.py:
+fleet-run's sequential verdicts, a refused and a failed host, under new names) plus the
+unreachable one, 300 hosts: the page still fits the window and every host is in it.
 
 `make unit-integration` installs chromium first when it is missing and it runs as
 root on Debian (tests/integration_py/ensure_chromium.sh); elsewhere this test skips.
@@ -116,17 +119,30 @@ def _decode_png(path):
     return width, height, pixels
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    """report.html written by fleet_report (read_spool) from the recorded demo records."""
+def _scale():
+    spec = importlib.util.spec_from_file_location("scale", os.path.join(REPO, "tests", "fixtures", "records", "scale.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module", params=[8, 300], ids=["8-hosts", "300-hosts"])
+def report(request, tmp_path_factory):
+    """report.html written by fleet_report (read_spool) from recorded records: the demo's 7 and an
+    unreachable host (8), or 299 made from the recorded ones and the unreachable host (300)."""
     work = tmp_path_factory.mktemp("browser")
     hosts_dir = work / "reports" / "demo" / "hosts"
     hosts_dir.mkdir(parents=True)
     names = []
-    for path in sorted(glob.glob(os.path.join(RECORDS, "*.json"))):
-        shutil.copy(path, str(hosts_dir))
-        with open(path) as handle:
-            names.append(json.load(handle)["host"])
+    if request.param == 8:
+        for path in sorted(glob.glob(os.path.join(RECORDS, "*.json"))):
+            shutil.copy(path, str(hosts_dir))
+            with open(path) as handle:
+                names.append(json.load(handle)["host"])
+    else:
+        for record in _scale().fleet(request.param - 1):
+            (hosts_dir / (record["host"] + ".json")).write_text(json.dumps(record))
+            names.append(record["host"])
     args = {"read_spool": True, "dest_dir": str(work / "reports"), "run_id": "demo",
             "expected_hosts": names + [UNREACHABLE]}
     args_file = work / "args.json"
@@ -138,8 +154,9 @@ def report(tmp_path_factory):
     result = json.loads(proc.stdout)
     with open(os.path.join(RECORDS, "fl-stale.json")) as handle:
         failed_error = json.load(handle)["error"]
+    assert len(names) + 1 == request.param
     return {"work": str(work), "html": result["html_path"], "hosts": names + [UNREACHABLE],
-            "chart": result["chart"], "failed_error": failed_error}
+            "chart": result["chart"], "failed_error": failed_error, "size": request.param}
 
 
 @pytest.fixture(scope="module")
@@ -187,6 +204,11 @@ def test_every_host_and_the_failed_hosts_reason_are_on_the_page(rendered, report
     text = re.sub(r"\s+", " ", text)
     missing = [host for host in report["hosts"] if host not in text]
     assert missing == [], "hosts missing from the rendered page: %s" % missing
+    # each host has its row in a family table (or the failed hosts' table) as the browser parsed it
+    cells = set(html.unescape(c).replace(" (SIMULATED)", "")
+                for c in re.findall(r"<tr[^>]*>\s*<td>([^<]+)</td>", rendered["dom"]))
+    assert [h for h in report["hosts"] if h not in cells] == [], "hosts without a table row"
+    assert len(report["hosts"]) == report["size"]
     first_sentence = re.sub(r"\s+", " ", report["failed_error"]).split(". ")[0]
     assert first_sentence in text, "the failed host's reason is not shown"
 
@@ -202,3 +224,5 @@ def test_the_chart_is_embedded_and_decodes_in_the_browser(rendered, report):
     probe = json.loads(html.unescape(re.search(r'data-probe="([^"]*)"', rendered["dom"]).group(1)))
     charts = [size for size in probe["images"] if size[0] > 300 and size[1] > 150]
     assert charts, "no chart image the browser could decode: %r" % probe["images"]
+    # per family, not per host: as wide at 300 hosts as at 8 (one bar per host made it 29,268 px)
+    assert all(size[0] <= WINDOW[0] for size in charts), probe["images"]

@@ -101,7 +101,7 @@ def from_stored(record, stored, check_mode=False, refusal="", launch=None, setti
     if not stored.get("needs_rollout"):
         out.update(status="unchanged", verdict=state.get("verdict"), baseline=benchmarks.get("baseline"),
                    candidate=benchmarks.get("candidate"), rounds=benchmarks.get("rounds") or [],
-                   config_after=info.get("config_after"),
+                   config_after=info.get("config_after"), decided_at=state.get("updated_at"),
                    simulated=bool(info.get("simulated", False)), reasons=[reason])
     elif in_wave is not None and not in_wave["in_wave"]:
         out.update(status="held", config_after=info.get("config_after"),
@@ -351,7 +351,23 @@ def run_verdict(record, rounds, rungs, broke, params, ttft=None):
         return broken_candidate_verdict(broke)
     data = decide_rounds(rounds)
     verdict = spec_decide(data, **dict(params or {}))
-    return apply_ttft(verdict, data, (verdict.get("metrics") or {}).get("low_concurrency") or 1, ttft or {})
+    verdict = apply_ttft(verdict, data, (verdict.get("metrics") or {}).get("low_concurrency") or 1, ttft or {})
+    verdict["thresholds"] = verdict_thresholds(params)
+    return verdict
+
+
+# The verdict's settings the report states once for the run (its thresholds and budget).
+THRESHOLD_KEYS = ("keep_throughput_gain", "keep_tpot_drop", "revert_throughput_gain", "c8_regression_tolerance",
+                  "marginal_action", "low_concurrency", "high_concurrency", "z", "regression_z", "min_rounds",
+                  "max_rounds", "max_requests", "max_wall_s", "round_prompts")
+
+
+def verdict_thresholds(params):
+    """The thresholds and budget a verdict was judged with (defaults filled in), for the report."""
+    from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import validate
+
+    p = validate(dict(params or {}))
+    return dict((key, p.get(key)) for key in THRESHOLD_KEYS)
 
 
 def compact_result(result):
@@ -423,6 +439,8 @@ def judged(record, verdict, rounds, rung, stored, waits=None, prefetch=None, k_c
                spec_decode=(candidate or {}).get("spec_decode"),
                config_after=(rung or {}).get("label") if kept else "baseline",
                serving_gaps=serving_gaps(waits))
+    if rung and rung.get("vllm_server_speculative_model"):
+        out["speculative_model"] = rung["vllm_server_speculative_model"]  # the head or draft it measured
     spent = energy.summary(rounds)
     if spent:
         out["energy"] = spent

@@ -12,6 +12,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import html
+import math
 
 from ansible_collections.jetson.specdec.plugins.module_utils.record.record import normalize
 from ansible_collections.jetson.specdec.plugins.module_utils.record.why import explain, time_scale_of
@@ -27,7 +28,20 @@ KEPT_BELOW_BAR = "kept below the keep bar"
 DECISION_ORDER = ("keep", KEPT_BELOW_BAR, "marginal", "revert", "lossy", "inconclusive", "off", "refused", "held",
                   "failed", "unreachable", "unknown")
 MEDIAN_FIELDS = ("c1_tok_s_before", "c1_tok_s_after", "c1_gain", "tpot_p50_before", "tpot_p50_after",
-                 "tpot_drop", "c8_tok_s_before", "c8_tok_s_after", "acceptance_rate")
+                 "tpot_change", "c8_tok_s_before", "c8_tok_s_after", "c8_change", "acceptance_rate")
+# Where each host stands, for the summary and the colours: (outcome, words), in the summary's order.
+OUTCOMES = (("kept", "kept: speculating now"), ("reverted", "reverted: baseline, speculation did not pay"),
+            ("human", "needs a human (inconclusive, lossy or interrupted)"), ("refused", "refused by a rule"),
+            ("off", "off by policy"), ("failed", "failed or unreachable"), ("held", "held: outside this wave"),
+            ("planned", "planned (dry run)"))
+# The one sign convention of every change in the report, stated once at its top.
+SIGN_CONVENTION = ("Every change is the speculative candidate against the baseline, in % of the baseline: + means the "
+                   "number rose, - that it fell (throughput should rise, TPOT should fall). Brackets hold the verdict's "
+                   "interval for it: a threshold counts as met or missed only when the whole interval lies on one side.")
+ROUNDS_JARGON = ("A round benchmarks one arm: B the baseline (speculation off), C the candidate (speculation on). "
+                 "Rounds alternate B C C B B C ... so a slow drift of the board cancels out; the verdict measures "
+                 "rounds until its intervals settle keep or revert, or the budget ends (inconclusive). "
+                 "* marks a round set aside (the board's conditions changed), ⚑ a result that needs a human look.")
 
 
 def _ratio_change(before, after, invert=False):
@@ -48,8 +62,79 @@ def _level_median(bench, concurrency, key):
     return median(values) if values else None
 
 
+def _estimate(verdict, key, invert=False):
+    """{point, low, high} of one of the verdict's estimates in the report's sign convention (+ = the number
+    rose), or None. ``invert``: the verdict's TPOT *drop* becomes a TPOT change (a drop of 0.4 is -0.4)."""
+    estimates = verdict.get("estimates") if isinstance(verdict.get("estimates"), dict) else {}
+    est = estimates.get(key)
+    if not isinstance(est, dict):
+        return None
+    try:
+        point, low, high = float(est["point"]), float(est["low"]), float(est["high"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if invert:
+        point, low, high = -point, -high, -low
+    return {"point": point, "low": low, "high": high}
+
+
+def _round_means(record, level):
+    """(baseline, candidate) geometric means of the rounds the verdict used (set-aside rounds left out) at
+    ``level``: {"throughput_tok_s", "tpot_ms_p50"} each, or None when the record keeps no rounds."""
+    verdict = record.get("verdict") if isinstance(record.get("verdict"), dict) else {}
+    aside = set(a.get("round") for a in verdict.get("set_aside") or [] if isinstance(a, dict))
+    values = {}
+    for index, rnd in enumerate(r for r in record.get("rounds") or [] if isinstance(r, dict)):
+        if index + 1 in aside:
+            continue
+        for run in rnd.get("levels") or []:
+            if not isinstance(run, dict) or run.get("concurrency") != level:
+                continue
+            for key in ("throughput_tok_s", "tpot_ms_p50"):
+                value = run.get(key)
+                if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+                    values.setdefault((rnd.get("arm"), key), []).append(float(value))
+    if not values:
+        return None
+
+    def geomean(arm, key):
+        found = values.get((arm, key))
+        return math.exp(math.fsum(math.log(v) for v in found) / len(found)) if found else None
+    return tuple(dict((key, geomean(arm, key)) for key in ("throughput_tok_s", "tpot_ms_p50"))
+                 for arm in ("baseline", "candidate"))
+
+
+def speculation_setup(record):
+    """{method, k, head, runs_now, model_served, vllm}: what the host runs and on what (the record's config, k tuning,
+    the plan's k and the benchmarked server), None where the record does not say."""
+    server = {}
+    for arm in ("candidate", "baseline"):
+        result = record.get(arm)
+        if isinstance(result, dict) and isinstance(result.get("server"), dict):
+            server = result["server"]
+            break
+    tuned = record.get("k_tuning") if isinstance(record.get("k_tuning"), dict) else {}
+    plan = record.get("roofline_inputs") if isinstance(record.get("roofline_inputs"), dict) else {}
+    started = [a for a in record.get("attempts") or [] if isinstance(a, dict) and a.get("result") == "started"]
+    label = started[-1].get("label") if started else None
+    k = tuned.get("k") or plan.get("k") or None
+    runs_now = record.get("config_after")
+    method = str(label).split(" at utilization ")[0] if label else None
+    head = record.get("speculative_model")
+    if not head and method:
+        # older records: the head or draft vllm_prefetch fetched for the candidate
+        head = next((p.get("model") for p in record.get("prefetch") or [] if isinstance(p, dict) and p.get("model")), None)
+    return {"method": method, "k": k if method else None, "head": head if method and method != "ngram" else None,
+            "runs_now": runs_now, "model_served": server.get("model"), "vllm": server.get("version")}
+
+
 def host_row(record, low=1, high=8):
-    """Flatten one record into the numbers the tables show (None where unknown)."""
+    """Flatten one record into the numbers the tables show (None where unknown).
+
+    The changes (``c1_gain``, ``tpot_change``, ``c8_change`` with ``_low``/``_high``) are the verdict's own
+    estimates with their intervals, in one sign convention (+ = the number rose); the arms' numbers are
+    the geometric means of the rounds the verdict used. Only a record without a sequential verdict
+    (an older one) falls back to its last round of each arm, without an interval."""
     record = normalize(record)  # the record's own reader (record/record.py)
     facts = record.get("facts") or {}
     verdict = record.get("verdict") or {}
@@ -60,6 +145,8 @@ def host_row(record, low=1, high=8):
     acceptance = spec.get("acceptance_rate") if isinstance(spec, dict) else None
     if acceptance is None:
         acceptance = pooled_acceptance(record.get("candidate"))
+    if isinstance((verdict.get("metrics") or {}).get("acceptance_rate"), (int, float)):
+        acceptance = verdict["metrics"]["acceptance_rate"]  # the median over the verdict's candidate rounds
     row = {
         "host": str(record.get("host") or "?"),
         "family": str(facts.get("family") or "unknown"),
@@ -80,16 +167,32 @@ def host_row(record, low=1, high=8):
         "ttft_p50_after": _level_median(record.get("candidate"), low, "ttft_ms_p50"),
         "acceptance_rate": acceptance,
         "error": record.get("error"),
+        "decided_at": record.get("decided_at") if status == "unchanged" else None,
     }
-    row["c1_gain"] = _ratio_change(row["c1_tok_s_before"], row["c1_tok_s_after"])
-    row["tpot_drop"] = _ratio_change(row["tpot_p50_before"], row["tpot_p50_after"], invert=True)
-    # A sequential verdict judged every round: its estimates, not the last round of each arm, are
-    # the gain and the drop (so the table never contradicts the verdict).
-    metrics = verdict.get("metrics") if isinstance(verdict.get("metrics"), dict) and verdict.get("estimates") else {}
-    for column, key in (("c1_gain", "c1_throughput_gain"), ("tpot_drop", "c1_tpot_drop")):
-        if isinstance(metrics.get(key), (int, float)):
-            row[column] = metrics[key]
+    row.update(speculation_setup(record))
+    for level, prefix in ((low, "c1"), (high, "c8")):
+        means = _round_means(record, level)
+        if means is None:
+            continue
+        row["%s_tok_s_before" % prefix] = means[0]["throughput_tok_s"]
+        row["%s_tok_s_after" % prefix] = means[1]["throughput_tok_s"]
+        if prefix == "c1":
+            row["tpot_p50_before"], row["tpot_p50_after"] = means[0]["tpot_ms_p50"], means[1]["tpot_ms_p50"]
+    sequential = bool(verdict.get("estimates"))
+    row["interval"] = sequential
+    for column, key, invert, fallback in (
+            ("c1_gain", "c1_throughput_gain", False, (row["c1_tok_s_before"], row["c1_tok_s_after"])),
+            ("tpot_change", "c1_tpot_drop", True, (row["tpot_p50_before"], row["tpot_p50_after"])),
+            ("c8_change", "c8_throughput_change", False, (row["c8_tok_s_before"], row["c8_tok_s_after"]))):
+        est = _estimate(verdict, key, invert) if sequential else None
+        if est is None and not sequential:
+            point = _ratio_change(*fallback)
+            est = None if point is None else {"point": point, "low": None, "high": None}
+        row[column] = est and est["point"]
+        row[column + "_low"] = est and est["low"]
+        row[column + "_high"] = est and est["high"]
     row["failed"] = status in FAILED_STATUSES
+    row["outcome"] = outcome_of(row)
     return row
 
 
@@ -101,21 +204,93 @@ def group_by_family(rows):
     return dict((fam, sorted(groups[fam], key=lambda r: r["host"])) for fam in sorted(groups))
 
 
+def outcome_of(row):
+    """Where a host stands (one of OUTCOMES): a converged host (``unchanged``) by what its verdict did,
+    inconclusive and lossy results and interrupted hosts need a human."""
+    status, decision, action = row["status"], row["decision"], row.get("action")
+    if row.get("failed") or status in FAILED_STATUSES:
+        return "failed"
+    if decision in ("inconclusive", "lossy"):
+        return "human"
+    if status in ("kept", "reverted", "refused", "off", "held", "planned"):
+        return status
+    if status == "unchanged":
+        if decision in ("refused", "off"):
+            return decision  # a converged host the rules refuse, or the inventory turns off
+        if action in ("keep", "revert"):
+            return "kept" if action == "keep" else "reverted"
+        return "reverted" if row.get("runs_now") in (None, "baseline") else "kept"
+    return "human"  # queued, started, pending, unknown: the run stopped in the middle of this host
+
+
+def _median_of(rows, field):
+    values = [r[field] for r in rows if isinstance(r.get(field), (int, float))]
+    return median(values) if values else None
+
+
 def family_summary(rows):
-    """Host count, decision counts and medians of the numeric columns."""
-    decisions = {}
+    """Host count, decision and outcome counts, and the medians of the hosts that speculate now (kept):
+    what the family gains as it runs, never pooled with reverted hosts."""
+    decisions, outcomes = {}, {}
     for row in rows:
         decisions[row["decision"]] = decisions.get(row["decision"], 0) + 1
-    # One population: only hosts with both arms measured at c=1 (a refused or broken host has a
-    # baseline and no candidate; mixing them compares different hosts' numbers).
-    measured = [r for r in rows if not r["failed"] and r["c1_tok_s_before"] is not None
-                and r["c1_tok_s_after"] is not None]
+        outcomes[row["outcome"]] = outcomes.get(row["outcome"], 0) + 1
+    kept = [r for r in rows if r["outcome"] == "kept" and r["c1_gain"] is not None]
     return {
         "hosts": len(rows),
-        "measured": len(measured),
+        "kept_measured": len(kept),
         "decisions": decisions,
-        "medians": dict((f, median(r[f] for r in measured)) for f in MEDIAN_FIELDS),
+        "outcomes": outcomes,
+        "medians": dict((f, _median_of(kept, f)) for f in MEDIAN_FIELDS),
     }
+
+
+def fleet_gain(rows):
+    """What the fleet gains as it runs now: the kept hosts' estimates (median, lowest, highest), and the mean
+    c=1 throughput change over every host the verdict judged, where a host that runs the baseline counts 0."""
+    kept = [r for r in rows if r["outcome"] == "kept" and r["c1_gain"] is not None]
+    judged = [r for r in rows if r["outcome"] in ("kept", "reverted", "human") and r["c1_gain"] is not None]
+    out = {"kept": len(kept), "judged": len(judged)}
+    for field in ("c1_gain", "tpot_change", "c8_change"):
+        values = sorted(r[field] for r in kept if isinstance(r.get(field), (int, float)))
+        out[field] = {"median": median(values), "low": values[0], "high": values[-1]} if values else None
+    out["c1_gain_judged_mean"] = (math.fsum(r["c1_gain"] if r["outcome"] == "kept" else 0.0 for r in judged)
+                                  / len(judged)) if judged else None
+    return out
+
+
+def _most_common(values):
+    """(most common value, how many differ from it) of JSON-like values; (None, 0) for none."""
+    counted = []
+    for value in values:
+        for entry in counted:
+            if entry[0] == value:
+                entry[1] += 1
+                break
+        else:
+            counted.append([value, 1])
+    if not counted:
+        return None, 0
+    best = max(counted, key=lambda e: e[1])
+    return best[0], len(values) - best[1]
+
+
+BENCH_SIZE_KEYS = ("num_prompts", "input_len", "output_len", "warmup_prompts", "concurrency", "prompt_kind")
+
+
+def run_settings(records):
+    """The run's verdict thresholds and benchmark size, as most hosts had them ({thresholds, benchmark},
+    each with how many hosts differ)."""
+    thresholds = [r["verdict"]["thresholds"] for r in records if isinstance(r.get("verdict"), dict)
+                  and isinstance(r["verdict"].get("thresholds"), dict)]
+    benches = []
+    for record in records:
+        config = (record.get("baseline") or {}).get("config") if isinstance(record.get("baseline"), dict) else None
+        if isinstance(config, dict):
+            benches.append(dict((k, config.get(k)) for k in BENCH_SIZE_KEYS if k in config))
+    t, t_differ = _most_common(thresholds)
+    b, b_differ = _most_common(benches)
+    return {"thresholds": t, "thresholds_differ": t_differ, "benchmark": b, "benchmark_differ": b_differ}
 
 
 def build_report(records, run_id, generated_at, expected_hosts=None, low=1, high=8):
@@ -125,17 +300,21 @@ def build_report(records, run_id, generated_at, expected_hosts=None, low=1, high
     seen = set(r["host"] for r in rows)
     missing = sorted(h for h in (expected_hosts or []) if h not in seen)
     groups = group_by_family(rows)
-    decisions = {}
+    decisions, outcomes = {}, {}
     for row in rows:
         decisions[row["decision"]] = decisions.get(row["decision"], 0) + 1
+        outcomes[row["outcome"]] = outcomes.get(row["outcome"], 0) + 1
+    if missing:
+        outcomes["failed"] = outcomes.get("failed", 0) + len(missing)
     return {
         "schema_version": SCHEMA_VERSION,
         "run_id": run_id,
         "generated_at": generated_at,
         "concurrency": {"low": low, "high": high},
-        "summary": {"hosts": len(rows) + len(missing), "decisions": decisions,
+        "summary": {"hosts": len(rows) + len(missing), "decisions": decisions, "outcomes": outcomes,
                     "simulated": sum(1 for r in rows if r["simulated"]), "missing": len(missing),
-                    "time_scales": time_scales(records)},
+                    "time_scales": time_scales(records), "fleet": fleet_gain(rows),
+                    "settings": run_settings(records)},
         "families": dict((fam, family_summary(fam_rows)) for fam, fam_rows in groups.items()),
         "hosts": [dict(row=row, record=rec, why=explain(normalize(rec))) for row, rec in zip(rows, records)],
         "missing_hosts": missing,
@@ -187,23 +366,179 @@ def decision_label(row):
     return label
 
 
-TABLE_HEADER = ("Host", "Decision", "c1 tok/s baseline → speculative", "c1 gain", "TPOT p50 ms baseline → speculative",
-                "TPOT drop", "c8 tok/s baseline → speculative", "Acceptance")
+def fmt_change(point, low=None, high=None):
+    """'+53.3% [+42.1, +61.0]' (the verdict's estimate and its interval), '+53.3%' without one, '–' for none."""
+    if point is None:
+        return "–"
+    text = "%+.1f%%" % (point * 100.0)
+    if low is not None and high is not None:
+        text += " [%+.1f, %+.1f]" % (low * 100.0, high * 100.0)
+    return text
+
+
+def _change_cell(row, column):
+    return fmt_change(row.get(column), row.get(column + "_low"), row.get(column + "_high"))
+
+
+def runs_now_label(row):
+    """'eagle3 k=3', 'baseline' or '–': what the host serves now."""
+    if row["outcome"] in ("reverted", "refused", "off", "human") or row.get("runs_now") == "baseline":
+        return "baseline"
+    if row.get("method"):
+        return row["method"] + (" k=%s" % row["k"] if row.get("k") else "")
+    return row.get("runs_now") or "–"
+
+
+def decided_label(row):
+    """When the decision was made: this run, or the date of a converged host's earlier verdict."""
+    if row["status"] == "unchanged":
+        return "earlier: %s" % str(row["decided_at"])[:10] if row.get("decided_at") else "an earlier run"
+    if row["outcome"] in ("kept", "reverted", "human") and row.get("action"):
+        return "this run"
+    return ""
+
+
+TABLE_HEADER = ("Host", "Decision", "Runs now", "Model · vLLM", "c=1 tok/s baseline", "c=1 throughput",
+                "TPOT p50 ms baseline", "TPOT p50", "c=8 throughput", "Acceptance", "Decided")
 
 
 def table_cells(row):
-    return (host_label(row), decision_label(row),
-            fmt_pair(row["c1_tok_s_before"], row["c1_tok_s_after"]), fmt_pct(row["c1_gain"]),
-            fmt_pair(row["tpot_p50_before"], row["tpot_p50_after"]), fmt_pct(row["tpot_drop"]),
-            fmt_pair(row["c8_tok_s_before"], row["c8_tok_s_after"]), fmt_num(row["acceptance_rate"], 2))
+    return (host_label(row), decision_label(row), runs_now_label(row),
+            " · ".join(str(x) for x in (row.get("model_served"), row.get("vllm") and "vLLM %s" % row["vllm"]) if x) or "–",
+            fmt_num(row["c1_tok_s_before"]), _change_cell(row, "c1_gain"),
+            fmt_num(row["tpot_p50_before"]), _change_cell(row, "tpot_change"), _change_cell(row, "c8_change"),
+            fmt_num(row["acceptance_rate"], 2), decided_label(row))
 
 
 def median_cells(summary):
     m = summary["medians"]
-    return ("median of %d with both arms" % summary["measured"], "",
-            fmt_pair(m["c1_tok_s_before"], m["c1_tok_s_after"]), fmt_pct(m["c1_gain"]),
-            fmt_pair(m["tpot_p50_before"], m["tpot_p50_after"]), fmt_pct(m["tpot_drop"]),
-            fmt_pair(m["c8_tok_s_before"], m["c8_tok_s_after"]), fmt_num(m["acceptance_rate"], 2))
+    return ("median of the %d kept" % summary["kept_measured"], "", "", "",
+            fmt_num(m["c1_tok_s_before"]), fmt_change(m["c1_gain"]), fmt_num(m["tpot_p50_before"]),
+            fmt_change(m["tpot_change"]), fmt_change(m["c8_change"]), fmt_num(m["acceptance_rate"], 2), "")
+
+
+def outcome_counts(report):
+    """[(outcome, words, count)] in OUTCOMES order, outcomes with no host left out."""
+    counts = report["summary"].get("outcomes") or {}
+    return [(key, words, counts[key]) for key, words in OUTCOMES if counts.get(key)]
+
+
+def headline(report):
+    """The fleet as it runs now, in one or two sentences (kept hosts only)."""
+    summary = report["summary"]
+    fleet = summary.get("fleet") or {}
+    total = summary["hosts"]
+    kept = (summary.get("outcomes") or {}).get("kept", 0)
+    text = "%d of %d host%s speculate now." % (kept, total, "" if total == 1 else "s")
+    gain = fleet.get("c1_gain")
+    if gain:
+        text += " On the %d with a measured verdict, throughput at c=%s changed by a median %s (hosts from %s to %s)" % (
+            fleet["kept"], report["concurrency"]["low"], fmt_change(gain["median"]), fmt_change(gain["low"]),
+            fmt_change(gain["high"]))
+        if fleet.get("tpot_change"):
+            text += ", TPOT p50 by %s" % fmt_change(fleet["tpot_change"]["median"])
+        if fleet.get("c8_change"):
+            text += ", throughput at c=%s by %s" % (report["concurrency"]["high"], fmt_change(fleet["c8_change"]["median"]))
+        text += "."
+    if fleet.get("c1_gain_judged_mean") is not None and fleet.get("judged"):
+        text += (" Over all %d hosts the verdict judged, counting the ones that run the baseline as 0, the mean "
+                 "throughput change at c=%s is %s." % (fleet["judged"], report["concurrency"]["low"],
+                                                        fmt_change(fleet["c1_gain_judged_mean"])))
+    return text
+
+
+def _thr(value):
+    return "%g%%" % round(100.0 * value, 2)
+
+
+def settings_lines(report):
+    """The run's thresholds and benchmark size, in words (empty when the records do not say)."""
+    settings = report["summary"].get("settings") or {}
+    lines = []
+    t = settings.get("thresholds")
+    if t:
+        text = ("Keep when throughput at c=%s rises at least %s and TPOT p50 falls at least %s; revert below +%s, or when "
+                "throughput at c=%s falls more than %s; marginal results %s. Budget per host: %s to %s rounds, %s "
+                "requests, %.0f min; intervals ±%g standard errors (regression check ±%g)."
+                % (t.get("low_concurrency"), _thr(t["keep_throughput_gain"]), _thr(t["keep_tpot_drop"]),
+                   _thr(t["revert_throughput_gain"]), t.get("high_concurrency"), _thr(t["c8_regression_tolerance"]),
+                   "revert" if t.get("marginal_action") == "revert" else "are kept (marginal_action: keep)",
+                   t.get("min_rounds"), t.get("max_rounds"), t.get("max_requests"), (t.get("max_wall_s") or 0) / 60.0,
+                   t.get("z"), t.get("regression_z") if t.get("regression_z") is not None else t.get("z")))
+        if settings.get("thresholds_differ"):
+            text += " (%d host(s) ran with other settings.)" % settings["thresholds_differ"]
+        lines.append(("Thresholds", text))
+    b = settings.get("benchmark")
+    if b:
+        text = "%s prompts per round and level (%s input, %s output tokens, %s), at concurrency %s, after %s warm-up prompts." % (
+            b.get("num_prompts", "?"), b.get("input_len", "?"), b.get("output_len", "?"), b.get("prompt_kind") or "prompts",
+            ", ".join(str(c) for c in b.get("concurrency") or []) or "?", b.get("warmup_prompts", 0))
+        if settings.get("benchmark_differ"):
+            text += " (%d host(s) ran another benchmark.)" % settings["benchmark_differ"]
+        lines.append(("Benchmark", text))
+    return lines
+
+
+def attention_hosts(report):
+    """[(host, outcome words, the first reason)] of every host that needs a human or failed: none left out."""
+    out = []
+    for entry in report["hosts"]:
+        row = entry["row"]
+        if row["outcome"] not in ("human", "failed"):
+            continue
+        why = (entry.get("why") or {}).get("why") or []
+        out.append((host_label(row), decision_label(row) if row["outcome"] == "human" else row["status"],
+                    why[0] if why else ""))
+    out += [(h, "no record", "unreachable or failed before its result was recorded") for h in report["missing_hosts"]]
+    return out
+
+
+def attention_groups(report):
+    """attention_hosts grouped by (outcome words, reason): [(what, reason, [hosts])], first seen first, so
+    300 hosts failing on one cause read as one line naming all of them."""
+    groups = []
+    for host, what, text in attention_hosts(report):
+        for group in groups:
+            if group[0] == what.replace(" ⚑", "") and group[1] == text:
+                group[2].append(host)
+                break
+        else:
+            groups.append((what.replace(" ⚑", ""), text, [host]))
+    return groups
+
+
+def _iqr_bounds(values):
+    values = sorted(values)
+    n = len(values)
+    q1, q3 = values[n // 4], values[(3 * n) // 4 if n > 1 else 0]
+    spread = q3 - q1
+    return q1 - 1.5 * spread, q3 + 1.5 * spread
+
+
+OUTLIER_FIELDS = (("c1_gain", "throughput c=1"), ("tpot_change", "TPOT p50"), ("c8_change", "throughput c=8"))
+
+
+def outliers(report):
+    """Hosts whose estimate lies outside its family's spread (beyond 1.5 interquartile ranges of the family's
+    hosts with the same outcome, at least 4 of them): [(host, family, what, value, family median)]."""
+    out = []
+    for family, rows in _rows_by_family(report).items():
+        by_outcome = {}
+        for row in rows:
+            by_outcome.setdefault(row["outcome"], []).append(row)
+        for outcome, group in sorted(by_outcome.items()):
+            for field, words in OUTLIER_FIELDS:
+                values = [r[field] for r in group if isinstance(r.get(field), (int, float))]
+                if len(values) < 4:
+                    continue
+                low, high = _iqr_bounds(values)
+                mid = median(values)
+                for row in group:
+                    value = row.get(field)
+                    if isinstance(value, (int, float)) and (value < low or value > high):
+                        out.append({"host": row["host"], "family": family, "outcome": outcome, "what": words,
+                                    "value": value, "family_median": mid})
+    return sorted(out, key=lambda o: (o["family"], o["host"], o["what"]))
 
 
 def _rows_by_family(report):
@@ -231,12 +566,53 @@ def problem_rows(report):
     return out
 
 
+def setup_text(row):
+    """'eagle3, k=3; serves llama-3.1-8b on vLLM 0.20.1; decided this run' or None."""
+    parts = []
+    if row.get("method"):
+        parts.append("candidate %s%s%s" % (row["method"], " (%s)" % row["head"] if row.get("head") else "",
+                                           ", k=%s" % row["k"] if row.get("k") else ""))
+    if row.get("model_served") or row.get("vllm"):
+        parts.append("serves %s%s" % (row.get("model_served") or "?", " on vLLM %s" % row["vllm"] if row.get("vllm") else ""))
+    if row.get("outcome"):
+        parts.append("runs %s now" % runs_now_label(row))
+    decided = decided_label(row)
+    if decided:
+        parts.append("decided " + decided)
+    return "; ".join(parts) or None
+
+
+def latency_tails(record, concurrency=1):
+    """'TPOT p50/p90/p99 ms 3.6/3.9/4.1 → 2.1/2.3/2.5, TTFT ... (last round of each arm, c=1)' or None: the
+    tails a user feels, which the verdict does not judge."""
+    parts = []
+    for metric in ("tpot", "ttft", "e2e_latency"):
+        arms = []
+        for arm in ("baseline", "candidate"):
+            run = find_run(record.get(arm), concurrency) if isinstance(record.get(arm), dict) else None
+            values = [(run or {}).get("%s_ms_%s" % (metric, q)) for q in ("p50", "p90", "p99")]
+            if any(isinstance(v, (int, float)) for v in values):
+                arms.append("/".join(fmt_num(v) if isinstance(v, (int, float)) else "–" for v in values))
+        if len(arms) == 2:
+            parts.append("%s p50/p90/p99 ms %s → %s" % ({"e2e_latency": "end-to-end"}.get(metric, metric.upper()),
+                                                        arms[0], arms[1]))
+    if not parts:
+        return None
+    return "%s (last round of each arm, c=%d, baseline → candidate)" % ("; ".join(parts), concurrency)
+
+
 def why_items(entry):
     """(label, text) pairs of one host's "why" block, in reading order; empty parts left out."""
     why = entry.get("why") or explain(normalize(entry.get("record") or {}))
     items = [("Why", " ".join(why["why"]) or "no reason recorded")]
+    setup = setup_text(entry.get("row") or host_row(entry.get("record") or {}))
+    if setup:
+        items.append(("Setup", setup))
     if why.get("evidence"):
         items.append(("Evidence", why["evidence"]))
+    tails = latency_tails(entry.get("record") or {})
+    if tails:
+        items.append(("Latency tails", tails))
     if why.get("workload"):
         items.append(("Workload", why["workload"]))
     if why.get("equivalence"):
@@ -320,6 +696,14 @@ def dry_run_note(report):
             "(the speculation it would start, its ladder and round budget, or the refusal).")
 
 
+def _outlier_cells(item):
+    return (item["host"], item["family"], dict(OUTCOMES).get(item["outcome"], item["outcome"]).split(":")[0],
+            item["what"], fmt_change(item["value"]), fmt_change(item["family_median"]))
+
+
+OUTLIER_HEADER = ("Host", "Family", "Outcome", "Estimate", "Host", "Family median")
+
+
 def render_markdown(report, title="jetson.specdec fleet report"):
     intro = "Run `%s`, generated %s. %d host(s): %s." % (
         _md_text(report["run_id"]).replace("`", "'"), _md_text(report["generated_at"]), report["summary"]["hosts"],
@@ -328,11 +712,28 @@ def render_markdown(report, title="jetson.specdec fleet report"):
     for note in (dry_run_note(report), simulated_note(report)):
         if note:
             lines += ["> **%s**" % note, ""]
+    lines += ["## Summary", "", "**%s**" % _md_text(headline(report)), ""]
+    lines += _md_table(("Outcome", "Hosts"), [(words, str(count)) for _key, words, count in outcome_counts(report)])
+    lines.append("")
+    attention = attention_hosts(report)
+    if attention:
+        lines += ["Needs a look (every host that needs a human or failed):", ""]
+        lines += ["- **%s** (%s): %s" % (_md_text(", ".join(hosts)), _md_text(what), _md_text(text))
+                  for what, text, hosts in attention_groups(report)]
+        lines.append("")
+    lines += ["- **%s**: %s" % (label, _md_text(text)) for label, text in settings_lines(report)]
+    lines += ["- **Signs**: %s" % _md_text(SIGN_CONVENTION), "- **Rounds**: %s" % _md_text(ROUNDS_JARGON), ""]
+    found = outliers(report)
+    if found:
+        lines += ["## Outliers", "", "Hosts whose estimate lies far outside their family's hosts with the same outcome "
+                  "(beyond 1.5 interquartile ranges).", ""]
+        lines += _md_table(OUTLIER_HEADER, [_outlier_cells(o) for o in found])
+        lines.append("")
     for family, rows in _rows_by_family(report).items():
         summary = report["families"][family]
         lines += ["## %s (%d host%s)" % (_md_text(family), len(rows), "" if len(rows) == 1 else "s"), ""]
         lines += _md_table(TABLE_HEADER, [table_cells(r) for r in rows]
-                           + ([median_cells(summary)] if summary["measured"] else []))
+                           + ([median_cells(summary)] if summary["kept_measured"] else []))
         lines.append("")
     problems = problem_rows(report)
     if problems:
@@ -344,17 +745,19 @@ def render_markdown(report, title="jetson.specdec fleet report"):
         lines += ["### %s: %s" % (_md_text(host_label(entry["row"])), _md_text(decision_label(entry["row"]))), ""]
         lines += ["- **%s**: %s" % (label, _md_cell(text)) for label, text in why_items(entry)]
         lines.append("")
-    lines.append("Numbers are the baseline (speculation off) and the speculative candidate as measured; the Decision column "
-                 "says which of the two the host serves now. Medians leave out failed and unreachable hosts. "
-                 "⚑ marks a result that needs a human look.")
+    lines.append("The baseline columns are the geometric means of the baseline rounds the verdict used; the change "
+                 "columns are the verdict's own estimates. A family's median row takes only its kept hosts (what it "
+                 "gains as it runs now). Runs now says which of the two arms the host serves.")
     return "\n".join(lines) + "\n"
 
 
-def _html_table(header, rows, median_row=None):
+def _html_table(header, rows, median_row=None, classes=None):
     out = ["<table>", "<thead><tr>" + "".join("<th>%s</th>" % html.escape(h) for h in header) + "</tr></thead>",
            "<tbody>"]
-    for row in rows:
-        out.append("<tr>" + "".join("<td>%s</td>" % html.escape(str(c)) for c in row) + "</tr>")
+    for index, row in enumerate(rows):
+        css = (classes or [None] * len(rows))[index]
+        out.append(("<tr class=\"%s\">" % css if css else "<tr>")
+                   + "".join("<td>%s</td>" % html.escape(str(c)) for c in row) + "</tr>")
     if median_row:
         out.append('<tr class="median">' + "".join("<td>%s</td>" % html.escape(str(c)) for c in median_row)
                    + "</tr>")
@@ -362,15 +765,26 @@ def _html_table(header, rows, median_row=None):
     return out
 
 
+# One colour per outcome (the summary's counts, each host's row and its Why heading).
+OUTCOME_COLOURS = {"kept": "#d8f0d8", "reverted": "#ececec", "human": "#ffe0b3", "refused": "#dde8f6",
+                   "off": "#e8e4f4", "failed": "#f8d0d0", "held": "#f6f6e0", "planned": "#f6f6e0"}
+STYLE = ("body{font-family:sans-serif;margin:1.5em;max-width:100%;box-sizing:border-box}"
+         "table{border-collapse:collapse;margin-bottom:1.5em;font-size:.85em;max-width:100%}"
+         "td,th{border:1px solid #bbb;padding:.25em .5em;text-align:right;vertical-align:top}"
+         "td:first-child,th:first-child{text-align:left}td:nth-child(2),td:nth-child(3),td:nth-child(4),"
+         "th:nth-child(2),th:nth-child(3),th:nth-child(4){text-align:left}tr.median{font-weight:bold;background:#f3f3f3}.note{background:#fff4d6;padding:.5em 1em}"
+         ".headline{font-size:1.15em;background:#eef6ee;padding:.6em 1em;border-left:6px solid #4a4}"
+         "ul.why li,ul.settings li{margin:.2em 0;max-width:70em;overflow-wrap:anywhere}"
+         "img.chart{max-width:100%;height:auto}"
+         + "".join("tr.o-%s,h3.o-%s{background:%s}" % (k, k, c) for k, c in sorted(OUTCOME_COLOURS.items())))
+
+
 def render_html(report, chart_png_b64=None, chart_note=None, title="jetson.specdec fleet report"):
     """Self-contained HTML; the chart is an embedded base64 PNG when given."""
     esc = html.escape
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             "<title>%s</title>" % esc(title),
-             "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1.5em}"
-             "td,th{border:1px solid #bbb;padding:.3em .6em;text-align:right}td:first-child,th:first-child"
-             "{text-align:left}tr.median{font-weight:bold;background:#f3f3f3}.note{background:#fff4d6;"
-             "padding:.5em 1em}ul.why li{margin:.2em 0;max-width:70em}</style></head><body>",
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             "<title>%s</title>" % esc(title), "<style>%s</style></head><body>" % STYLE,
              "<h1>%s</h1>" % esc(title),
              "<p>Run <code>%s</code>, generated %s. %d host(s): %s.</p>"
              % (esc(str(report["run_id"])), esc(str(report["generated_at"])), report["summary"]["hosts"],
@@ -378,42 +792,70 @@ def render_html(report, chart_png_b64=None, chart_note=None, title="jetson.specd
     for note in (dry_run_note(report), simulated_note(report)):
         if note:
             parts.append('<p class="note"><strong>%s</strong></p>' % esc(note))
+    parts += ["<h2>Summary</h2>", '<p class="headline">%s</p>' % esc(headline(report))]
+    counts = outcome_counts(report)
+    parts += _html_table(("Outcome", "Hosts"), [(words, count) for _key, words, count in counts],
+                         classes=["o-" + key for key, _w, _c in counts])
+    attention = attention_hosts(report)
+    if attention:
+        parts.append("<p>Needs a look (every host that needs a human or failed):</p><ul class=\"why\">")
+        parts += ['<li>%s (%s): %s</li>' % (", ".join('<a href="#why-%s"><strong>%s</strong></a>'
+                                                      % (esc(h.split(" (SIMULATED)")[0], quote=True), esc(h))
+                                                      for h in hosts), esc(what), esc(text))
+                  for what, text, hosts in attention_groups(report)]
+        parts.append("</ul>")
+    parts.append('<ul class="settings">')
+    parts += ["<li><strong>%s</strong>: %s</li>" % (esc(label), esc(text)) for label, text in settings_lines(report)]
+    parts += ["<li><strong>Signs</strong>: %s</li>" % esc(SIGN_CONVENTION),
+              "<li><strong>Rounds</strong>: %s</li>" % esc(ROUNDS_JARGON), "</ul>"]
+    if chart_png_b64:
+        parts.append('<h2>Per family: the verdict\'s estimates</h2><img class="chart" alt="Per family, each host\'s '
+                     'change in throughput at concurrency 1 and 8 and in TPOT p50 with its interval, coloured by '
+                     'outcome, over the family\'s spread" src="data:image/png;base64,%s">' % chart_png_b64)
+    if chart_note:
+        parts.append('<p class="note">%s</p>' % esc(chart_note))
+    found = outliers(report)
+    if found:
+        parts.append("<h2>Outliers</h2><p>Hosts whose estimate lies far outside their family's hosts with the same "
+                     "outcome (beyond 1.5 interquartile ranges).</p>")
+        parts += _html_table(OUTLIER_HEADER, [_outlier_cells(o) for o in found])
     for family, rows in _rows_by_family(report).items():
         parts.append("<h2>%s (%d)</h2>" % (esc(family), len(rows)))
         summary = report["families"][family]
         parts += _html_table(TABLE_HEADER, [table_cells(r) for r in rows],
-                             median_cells(summary) if summary["measured"] else None)
+                             median_cells(summary) if summary["kept_measured"] else None,
+                             classes=["o-" + r["outcome"] for r in rows])
     problems = problem_rows(report)
     if problems:
         parts.append("<h2>Unreachable or failed hosts</h2>")
         parts += _html_table(("Host", "Status", "Error"), problems)
     parts.append("<h2>Why each host ended where it did</h2>")
     for entry in _entries_in_table_order(report):
-        parts.append('<h3 id="why-%s">%s: %s</h3><ul class="why">' % (
-            esc(entry["row"]["host"], quote=True), esc(host_label(entry["row"])), esc(decision_label(entry["row"]))))
+        parts.append('<h3 id="why-%s" class="o-%s">%s: %s</h3><ul class="why">' % (
+            esc(entry["row"]["host"], quote=True), esc(entry["row"]["outcome"], quote=True),
+            esc(host_label(entry["row"])), esc(decision_label(entry["row"]))))
         parts += ["<li><strong>%s</strong>: %s</li>" % (esc(label), esc(str(text))) for label, text in why_items(entry)]
         parts.append("</ul>")
-    if chart_png_b64:
-        parts.append('<h2>Before / after per host</h2><img alt="Throughput at concurrency 1 and 8, TPOT p50 and '
-                     'TTFT p50, before and after, per host with its decision" src="data:image/png;base64,%s">' % chart_png_b64)
-    if chart_note:
-        parts.append('<p class="note">%s</p>' % esc(chart_note))
+    parts.append("<p>The baseline columns are the geometric means of the baseline rounds the verdict used; the change "
+                 "columns are the verdict's own estimates. A family's median row takes only its kept hosts (what it "
+                 "gains as it runs now).</p>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
 
+CHART_FIELDS = ("c1_gain", "tpot_change", "c8_change")
+
+
 def chart_series(report):
-    """Hosts with before/after numbers for the chart: list of dicts, host order as in the tables."""
+    """One point per host with a verdict's change, for the per-family chart: {host, family, outcome, and
+    per field of CHART_FIELDS its (point, low, high)}, families sorted, hosts as in the tables."""
     out = []
-    for rows in _rows_by_family(report).values():
+    for family, rows in _rows_by_family(report).items():
         for row in rows:
-            if row["failed"]:
+            if row["failed"] or all(row.get(f) is None for f in CHART_FIELDS):
                 continue
-            if row["c1_tok_s_before"] is None and row["tpot_p50_before"] is None:
-                continue
-            out.append({"label": host_label(row), "decision": decision_label(row),
-                        "tpot_before": row["tpot_p50_before"], "tpot_after": row["tpot_p50_after"],
-                        "tok_s_before": row["c1_tok_s_before"], "tok_s_after": row["c1_tok_s_after"],
-                        "c8_tok_s_before": row["c8_tok_s_before"], "c8_tok_s_after": row["c8_tok_s_after"],
-                        "ttft_before": row["ttft_p50_before"], "ttft_after": row["ttft_p50_after"]})
+            point = {"host": row["host"], "family": family, "outcome": row["outcome"], "decision": decision_label(row)}
+            for field in CHART_FIELDS:
+                point[field] = (row.get(field), row.get(field + "_low"), row.get(field + "_high"))
+            out.append(point)
     return out

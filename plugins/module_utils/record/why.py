@@ -13,9 +13,8 @@ import re
 
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.roofline import RooflineError, result_roofline
 
-# The first reason that decided the outcome comes first; the report shows at most this many.
-MAX_REASONS = 4
-MAX_TEXT = 300
+# The first reason that decided the outcome comes first; the report shows every reason, each in full
+# (a refusal's "Fix:" is its last part: cutting a reason cut the fix). Only the console shortens text.
 
 NEXT_STEPS = {
     "kept": "Nothing to do; the next run leaves this host alone unless its config changes (rollout_force re-measures).",
@@ -28,8 +27,8 @@ NEXT_STEPS = {
 
 
 def _short(text):
-    text = " ".join(str(text).split())
-    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 1] + "…"
+    """One line of text: whitespace runs (newlines of a log line) become one space; nothing is cut."""
+    return " ".join(str(text).split())
 
 
 def ladder_path(attempts):
@@ -305,7 +304,7 @@ def explain(record):
     if verdict.get("estimates") and len(reasons) > 1:
         # a sequential verdict ends with its conclusion (Keep: / Revert: / Inconclusive:): lead with it
         reasons = reasons[-1:] + reasons[:-1]
-    why = [_short(r) for r in reasons][:MAX_REASONS]
+    why = [_short(r) for r in reasons]
     if record.get("error"):
         why.insert(0, _short(record["error"]))
     warnings = []

@@ -3,7 +3,18 @@
 # SPDX-License-Identifier: Apache-2.0
 import pytest
 
+import importlib.util
+import os
+
 from ansible_collections.jetson.specdec.plugins.module_utils.record import report as fr
+
+_SPEC = importlib.util.spec_from_file_location("scale", os.path.join(
+    os.path.dirname(__file__), "..", "..", "..", "fixtures", "records", "scale.py"))
+scale = importlib.util.module_from_spec(_SPEC)
+_SPEC.loader.exec_module(scale)
+# The records a simulated demo rollout spooled (tests/fixtures/records/fleet-run).
+FLEET = scale.recorded()[:8]
+RECORDED = dict((r["host"], r) for r in FLEET)
 
 
 def bench(tok_s, tpot, c8=None, acceptance=None):
@@ -25,7 +36,8 @@ RECORDS = [
     rec("thor-01", "thor", (28.0, 35.0), (42.0, 23.0), "keep"),
     rec("thor-03", "thor", (29.0, 34.0), (31.0, 33.0), "revert"),
     rec("agx-01", "orin-agx", (20.0, 50.0), (25.0, 41.0), "marginal", action="keep", flagged=True),
-    rec("agx-02", "orin-agx", (20.0, 50.0), (21.0, 48.0), "marginal", action="revert", flagged=True),
+    rec("agx-02", "orin-agx", (20.0, 50.0), (21.0, 48.0), "marginal", action="revert", flagged=True,
+        status="reverted"),
     {"host": "nano-01", "facts": {"family": "orin-nano"}, "status": "unreachable", "error": "ssh: timed out"},
 ]
 
@@ -37,7 +49,9 @@ def report():
 def test_host_row_numbers():
     row = fr.host_row(RECORDS[1])
     assert (row["c1_tok_s_before"], row["c1_tok_s_after"]) == (28.0, 42.0)
-    assert row["c1_gain"] == pytest.approx(0.5) and row["tpot_drop"] == pytest.approx(1 - 23.0 / 35.0)
+    # a record without a sequential verdict: its one round of each arm, no interval
+    assert row["c1_gain"] == pytest.approx(0.5) and row["tpot_change"] == pytest.approx(23.0 / 35.0 - 1)
+    assert row["c1_gain_low"] is None and row["interval"] is False
     assert row["c8_tok_s_after"] == 252.0 and not row["failed"]
     empty = fr.host_row({})
     assert empty["family"] == "unknown" and empty["c1_gain"] is None and empty["status"] == "unknown"
@@ -56,13 +70,17 @@ def test_grouping_and_family_medians():
     assert list(rep["families"]) == ["orin-agx", "orin-nano", "thor"]
     thor = rep["families"]["thor"]
     assert thor["hosts"] == 3 and thor["decisions"] == {"keep": 2, "revert": 1}
-    assert thor["medians"]["c1_tok_s_before"] == 29.0 and thor["medians"]["c1_tok_s_after"] == 42.0
+    # the medians are the kept hosts' (thor-01 and thor-02), never pooled with the reverted thor-03
+    assert thor["kept_measured"] == 2
+    assert thor["medians"]["c1_tok_s_before"] == 29.0 and thor["medians"]["c1_tok_s_after"] == 45.0
     nano = rep["families"]["orin-nano"]
-    assert nano["measured"] == 0 and nano["medians"]["c1_gain"] is None  # unreachable hosts stay out of medians
+    assert nano["kept_measured"] == 0 and nano["medians"]["c1_gain"] is None  # unreachable hosts stay out of medians
     # #30 item 7: a marginal result that was kept is named so, never just "marginal"
-    assert rep["summary"] == {"hosts": 7, "decisions": {"keep": 2, "revert": 1, "kept below the keep bar": 1,
-                                                        "marginal": 1, "unreachable": 1},
-                              "simulated": 1, "missing": 1, "time_scales": []}
+    summary = rep["summary"]
+    assert summary["decisions"] == {"keep": 2, "revert": 1, "kept below the keep bar": 1, "marginal": 1,
+                                    "unreachable": 1}
+    assert (summary["hosts"], summary["simulated"], summary["missing"]) == (7, 1, 1)
+    assert summary["outcomes"] == {"kept": 3, "reverted": 2, "failed": 2}
     assert rep["missing_hosts"] == ["ghost-9"]
 
 
@@ -72,8 +90,8 @@ def test_markdown_tables_and_problem_hosts():
     assert "2 keep, 1 kept below the keep bar, 1 marginal, 1 revert, 1 unreachable, 1 without a record" in md
     thor = md.split("## thor (3 hosts)")[1]
     # rows sorted by host inside the family, then the median row
-    assert thor.index("thor-01 |") < thor.index("thor-02 (SIMULATED)") < thor.index("thor-03") < thor.index("median of 3")
-    assert "| thor-01 | keep | 28.0 → 42.0 | +50.0% | 35.0 → 23.0 | +34.3% | 168.0 → 252.0 | – |" in md
+    assert thor.index("thor-01 |") < thor.index("thor-02 (SIMULATED)") < thor.index("thor-03") < thor.index("median of the 2 kept")
+    assert "| thor-01 | keep | – | – | 28.0 | +50.0% | 35.0 | -34.3% | +50.0% | – | this run |" in md
     assert "| agx-01 | kept below the keep bar ⚑ |" in md and "marginal → keep" not in md
     assert "| agx-02 | marginal → revert ⚑ |" in md
     problems = md.split("## Unreachable or failed hosts")[1]
@@ -98,19 +116,21 @@ def test_html_escapes_and_embeds_chart():
 
 
 def test_chart_series_skips_failed_hosts():
-    labels = [s["label"] for s in fr.chart_series(report())]
-    assert labels == ["agx-01", "agx-02", "thor-01", "thor-02 (SIMULATED)", "thor-03"]
+    hosts = [s["host"] for s in fr.chart_series(report())]
+    assert hosts == ["agx-01", "agx-02", "thor-01", "thor-02", "thor-03"]
 
 
-def test_medians_take_only_hosts_with_both_arms_and_a_family_without_any_has_no_median_row():
+def test_medians_take_only_kept_hosts_and_a_family_without_any_has_no_median_row():
     broken = rec("agx-02", "agx", (20.0, 50.0), (1.0, 1.0), "revert")
     broken["candidate"] = None  # the candidate broke before a result: a baseline only
+    reverted = rec("agx-03", "agx", (30.0, 30.0), (31.0, 29.0), "revert")
     refused = {"host": "nx-01", "facts": {"family": "nx"}, "status": "refused", "verdict": {"decision": "refused"}}
-    rep = fr.build_report([rec("agx-01", "agx", (10.0, 40.0), (16.0, 25.0), "keep"), broken, refused], "r", "t")
+    rep = fr.build_report([rec("agx-01", "agx", (10.0, 40.0), (16.0, 25.0), "keep"), broken, reverted, refused],
+                          "r", "t")
     agx = rep["families"]["agx"]
-    assert agx["measured"] == 1 and agx["medians"]["c1_tok_s_before"] == 10.0  # not the median of 10 and 20
+    assert agx["kept_measured"] == 1 and agx["medians"]["c1_tok_s_before"] == 10.0  # not pooled with 20 and 30
     md = fr.render_markdown(rep)
-    assert "median of 1 with both arms" in md.split("## agx")[1].split("##")[0]
+    assert "median of the 1 kept" in md.split("## agx")[1].split("##")[0]
     assert "median of" not in md.split("## nx")[1].split("##")[0]
     assert fr.render_html(rep).count("median of") == 1  # agx only
 
@@ -138,26 +158,36 @@ def test_a_check_mode_report_says_it_is_a_dry_run():
     assert "DRY RUN" not in fr.render_markdown(fr.build_report([kept], "r", "t"))
 
 
-def test_chart_series_carries_the_decision_c8_and_ttft():
-    record = rec("agx-02", "agx", (20.0, 50.0, 300.0), (30.0, 30.0, 200.0), "revert")
-    for arm, ttft in (("baseline", 34.0), ("candidate", 36.0)):
-        record[arm]["runs"][0]["ttft_ms_p50"] = ttft
-    series = fr.chart_series(fr.build_report([record], "r", "t"))
-    assert series == [{"label": "agx-02", "decision": "revert", "tpot_before": 50.0, "tpot_after": 30.0,
-                       "tok_s_before": 20.0, "tok_s_after": 30.0, "c8_tok_s_before": 300.0, "c8_tok_s_after": 200.0,
-                       "ttft_before": 34.0, "ttft_after": 36.0}]
+def test_chart_series_carries_the_outcome_and_each_estimate_with_its_interval():
+    series = fr.chart_series(fr.build_report(FLEET, "r", "t"))
+    by_host = dict((s["host"], s) for s in series)
+    assert sorted(by_host) == ["agx-01", "agx-02", "agx32-01", "thor-01", "thor-hot-01", "thor-noisy-01"]
+    est = by_host["thor-noisy-01"]
+    verdict = RECORDED["thor-noisy-01"]["verdict"]["estimates"]
+    assert est["c1_gain"] == (verdict["c1_throughput_gain"]["point"], verdict["c1_throughput_gain"]["low"],
+                              verdict["c1_throughput_gain"]["high"])
+    assert est["tpot_change"] == (-verdict["c1_tpot_drop"]["point"], -verdict["c1_tpot_drop"]["high"],
+                                  -verdict["c1_tpot_drop"]["low"])
+    assert (est["family"], est["outcome"]) == ("thor", "kept") and by_host["thor-hot-01"]["outcome"] == "human"
 
 
-def test_the_chart_draws_a_panel_per_metric_with_numbers():
+def test_the_chart_is_per_family_and_as_wide_at_300_hosts_as_at_8():
     pytest.importorskip("matplotlib")
     import base64
+    import struct
     from ansible_collections.jetson.specdec.plugins.modules import fleet_report as module
-    full = fr.chart_series(report())
-    png, note = module.draw_chart(full)
-    assert note is None and base64.b64decode(png)[:8] == b"\x89PNG\r\n\x1a\n"
-    # no host has TTFT here: that panel is left out, the three others are drawn
-    assert [k for k, _t in module.CHART_PANELS if any(s.get(k + "_before") for s in full)] == ["tok_s", "tpot", "c8_tok_s"]
-    assert module.draw_chart([]) == (None, "No host has before/after numbers to chart.")
+
+    def size(series):
+        png, note = module.draw_chart(series)
+        assert note is None
+        data = base64.b64decode(png)
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        return struct.unpack(">II", data[16:24])
+
+    small = size(fr.chart_series(fr.build_report(FLEET, "r", "t")))
+    large = size(fr.chart_series(fr.build_report(scale.fleet(300), "r", "t")))
+    assert small == large and small[0] == int(module.CHART_WIDTH_IN * module.CHART_DPI)  # 990 px, not 29,268
+    assert module.draw_chart([]) == (None, "No host has a verdict's estimate to chart.")
 
 
 def test_a_host_off_by_policy_reads_so_in_the_tables_and_the_summary():
