@@ -249,7 +249,7 @@ def tune(case, start, rng, round_cv):
     choice = choose_k(rounds[K_MAX], base, K_MAX, method=case.method,
                       others=[{"k": start, "result": rounds[start]}] if start < K_MAX else None)
     predicted = choice["k"]
-    if predicted not in rounds:
+    if choice["confirm_k"] is not None:
         rounds[predicted] = case.measure(predicted, rng, round_cv)
     kept = keep_k([{"k": k, "result": r} for k, r in rounds.items()], base, start, predicted, method=case.method,
                   noise=NOISE)

@@ -315,6 +315,7 @@ def choose_k(candidate, baseline, k_measured, method=None, concurrency=1, tie_to
         "draft_cost_ms": round(extra * 1000.0, 4),
         "beats_baseline": speedup[best] > 1.0,
         "larger_k_may_help": larger,
+        "confirm_k": best if best not in set([k_measured] + [k for k, dummy in other_steps]) else None,
         "reasons": reasons,
     }
 
@@ -426,7 +427,7 @@ def keep_k(rounds, baseline, start_k, predicted_k=None, method=None, noise=0.03,
     if predicted_k is not None and predicted_k != kept:
         reasons.append("the prediction (k=%d) is not what measured best" % predicted_k)
     return {"k": kept, "start_k": start_k, "predicted_k": predicted_k,
-            "measured_speedup": dict((str(k), round(v, 4)) for k, v in sorted(speedup.items())),
+            "measured_by_k": dict((str(k), round(v, 4)) for k, v in sorted(speedup.items())),
             "round_speedup": dict((str(k), round(v, 4) if v is not None else None) for k, v in sorted(raw.items())),
             "acceptance_at_start": round(acceptance, 4) if acceptance is not None else None,
             "reasons": reasons}
