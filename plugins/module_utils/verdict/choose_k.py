@@ -58,10 +58,13 @@ def _median(values):
     return data[mid] if len(data) % 2 else (data[mid - 1] + data[mid]) / 2.0
 
 
-def _as_list(result):
-    if isinstance(result, (list, tuple)):
-        return [r for r in result if r]
-    return [result] if result else []
+def _as_list(result, role="candidate"):
+    items = list(result) if isinstance(result, (list, tuple)) else [result]
+    for item in items:
+        if item and not isinstance(item, dict):
+            raise ChooseKError("%s: the %s result must be a vllm_bench result (a mapping) or a list of them, got %r "
+                               "(%s)" % (inputs.NUMBER_RULE, role, item, type(item).__name__))
+    return [r for r in items if r]
 
 
 def _level(result, concurrency, role="candidate"):
@@ -73,7 +76,7 @@ def _level(result, concurrency, role="candidate"):
 
 def _level_numbers(results, concurrency, role):
     """Median TPOT, TTFT (seconds), throughput, tokens per request over repeats."""
-    runs = [_level(r, concurrency, role) for r in _as_list(results)]
+    runs = [_level(r, concurrency, role) for r in _as_list(results, role)]
     runs = [r for r in runs if r and r.get("completed")]
     if not runs:
         raise ChooseKError("the %s result has no completed run at concurrency %d: benchmark it at "
@@ -115,7 +118,7 @@ def _spec_counts(results, concurrency, role="candidate"):
     would have counted."""
     drafts_total = 0.0
     weighted = []
-    for result in _as_list(results):
+    for result in _as_list(results, role):
         run = _level(result, concurrency, role) or {}
         spec = run.get("spec_decode") or result.get("spec_decode")
         if spec:
@@ -224,6 +227,9 @@ def _larger_k_may_help(lengths, base, cand, k_measured, constant_cost, extra, pr
 def _other_steps(others, k_measured, concurrency):
     """(k, step seconds) of rounds measured at other k, and their counters for pooling."""
     steps, pooled = [], []
+    if others is not None and not isinstance(others, (list, tuple)):
+        raise ChooseKError("others must be a list of {k: <num_speculative_tokens>, result: <vllm_bench result>} "
+                           "entries, got %r (%s)" % (others, type(others).__name__))
     for item in others or ():
         if not isinstance(item, dict) or "k" not in item or "result" not in item:
             raise ChooseKError("others must be a list of {k: <num_speculative_tokens>, result: <vllm_bench "
@@ -241,6 +247,15 @@ def _other_steps(others, k_measured, concurrency):
     return steps, pooled
 
 
+def _check_options(method, concurrency):
+    if method is not None and not isinstance(method, str):
+        raise ChooseKError("method must be the speculative method (a string such as eagle3 or ngram) or null, got %r"
+                           % (method,))
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ChooseKError("concurrency must be a benchmarked concurrency level (an integer >= 1), got %r"
+                           % (concurrency,))
+
+
 def choose_k(candidate, baseline, k_measured, method=None, concurrency=1, tie_tolerance=0.01,
              others=None):
     """Return the k choice; see the module docstring.  Raises ChooseKError.
@@ -251,8 +266,8 @@ def choose_k(candidate, baseline, k_measured, method=None, concurrency=1, tie_to
     if isinstance(k_measured, bool) or not isinstance(k_measured, int) or k_measured < 1:
         raise ChooseKError("k_measured must be the num_speculative_tokens the candidate ran with "
                            "(an integer >= 1), got %r" % (k_measured,))
-    if not 0 <= tie_tolerance < 0.5:
-        raise ChooseKError("tie_tolerance must be within [0, 0.5), got %r" % (tie_tolerance,))
+    tie_tolerance = _fraction(tie_tolerance, "tie_tolerance", 0.0, 0.5)
+    _check_options(method, concurrency)
     base = _level_numbers(baseline, concurrency, "baseline")
     cand = _level_numbers(candidate, concurrency, "candidate")
     drafts, per_position = _spec_counts(candidate, concurrency)
@@ -383,19 +398,21 @@ def keep_k(rounds, baseline, start_k, predicted_k=None, method=None, noise=0.03,
         raise ChooseKError("predicted_k must be an integer (spec_choose_k's k) or null, got %r" % (predicted_k,))
     noise = _fraction(noise, "noise", 0.0, 0.5)
     tie_tolerance = _fraction(tie_tolerance, "tie_tolerance", 0.0, 0.5)
+    _check_options(method, concurrency)
     measured = _measured_rounds(rounds, concurrency)
     if start_k not in measured:
         raise ChooseKError("rounds must include the start k (%d): the 0.6 rule and the comparison need it; "
                            "measured: %s" % (start_k, ", ".join("k=%d" % k for k in sorted(measured))))
+    base = _level_numbers(baseline, concurrency, "baseline")
+    raw = {}
+    for k, result in measured.items():  # every round checked under its own name first
+        numbers = _level_numbers(result, concurrency, "k=%d" % k)
+        _spec_counts(result, concurrency, "k=%d" % k)
+        raw[k] = numbers["throughput"] / base["throughput"] if base["throughput"] and numbers["throughput"] else None
     top_k = max(measured)
     model = choose_k(measured[top_k], baseline, top_k, method=method, concurrency=concurrency,
                      tie_tolerance=tie_tolerance,
                      others=[{"k": k, "result": measured[k]} for k in sorted(measured) if k != top_k])
-    base = _level_numbers(baseline, concurrency, "baseline")
-    raw = {}
-    for k, result in measured.items():
-        numbers = _level_numbers(result, concurrency, "k=%d" % k)
-        raw[k] = numbers["throughput"] / base["throughput"] if base["throughput"] and numbers["throughput"] else None
     speedup = dict((k, model["predicted_speedup"][str(k)]) for k in measured)
     acceptance = acceptance_rate(measured[start_k], start_k, concurrency, "k=%d" % start_k)
     above = acceptance is not None and acceptance > ACCEPTANCE_FOR_HIGHER_K
