@@ -69,15 +69,17 @@ def test_the_start_k_and_the_probe_are_measured_and_a_differing_prediction_is_co
     tuning = fleet.state("tk-thor")["info"]["k_tuning"]
     # Thor starts at 5: measured there (no restart), then at the probe k (8)
     assert tuning["start_k"] == 5 and tuning["measured_k"][:2] == [5, 8], tuning
-    # the simulator's Llama-3.1-8B + EAGLE-3 curve on Thor peaks at 4 (docs/tuning.md), so the prediction is
-    # neither measured k: it is measured in a confirmation round before it can be kept
+    # the simulator's Llama-3.1-8B + EAGLE-3 curve on Thor peaks at 4 (docs/tuning.md; within the 1 % tie and the
+    # noise the prediction may be 3), so the prediction is neither measured k: it is measured in a confirmation
+    # round before it can be kept
     assert tuning["predicted_k"] not in (5, 8), tuning
     assert tuning["measured_k"] == [5, 8, tuning["predicted_k"]], tuning
     assert sorted(tuning["measured_by_k"], key=int) == [str(k) for k in sorted(tuning["measured_k"])], tuning
     # only a measured k is kept: the best of them, as spec_keep_k judged them
     assert tuning["k"] in tuning["measured_k"], tuning
+    # three tuning benchmarks ran on tk-thor (start k, probe, confirmation), none on tk-conc4
     rc, out, dummy = fleet.first
-    assert "TASK [jetson.specdec.rollout : Benchmark the predicted k (the confirmation round)]" in out, out[-3000:]
+    assert out.count("TASK [jetson.specdec.rollout : Benchmark the probe]") == 3, out[-3000:]
 
 
 def test_the_report_shows_the_tuning(fleet):
