@@ -10,6 +10,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data import plain
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.choose_k import ChooseKError
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.choose_k import choose_k as _choose_k
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.choose_k import keep_k as _keep_k
 
 
 def spec_choose_k(candidate, baseline, k_measured, **params):
@@ -24,8 +25,19 @@ def spec_choose_k(candidate, baseline, k_measured, **params):
                                  "concurrency, tie_tolerance and others" % exc)
 
 
+def spec_keep_k(rounds, baseline, start_k, **params):
+    """``[{k, result}, ...] | jetson.specdec.spec_keep_k(baseline, start_k, predicted_k=..., method=...)``."""
+    try:
+        return _keep_k(plain(rounds), plain(baseline), plain(start_k), **plain(params))
+    except ChooseKError as exc:
+        raise AnsibleFilterError("spec_keep_k: %s" % exc)
+    except TypeError as exc:
+        raise AnsibleFilterError("spec_keep_k: unknown or missing option (%s); options are predicted_k, method, "
+                                 "noise, concurrency and tie_tolerance" % exc)
+
+
 class FilterModule(object):
     """jetson.specdec k-tuning filter."""
 
     def filters(self):
-        return {"spec_choose_k": spec_choose_k}
+        return {"spec_choose_k": spec_choose_k, "spec_keep_k": spec_keep_k}

@@ -306,7 +306,8 @@ def k_tuned(record, choice, probe_k):
     else:
         out["k_tuning"] = dict((key, choice.get(key)) for key in (
             "k", "predicted_speedup", "measured_speedup", "acceptance_length", "beats_baseline",
-            "larger_k_may_help", "reasons"))
+            "larger_k_may_help", "reasons", "predicted_k", "start_k", "measured_k", "measured_by_k",
+            "round_speedup", "acceptance_at_start"))
         out["k_tuning"]["probe_k"] = probe_k
     return out
 

@@ -181,9 +181,14 @@ def k_tuning(record):
     curve = ", ".join("k=%s %.2fx" % (k, v) for k, v in sorted(speedups.items(), key=lambda kv: int(kv[0]))
                       if isinstance(v, (int, float)))
     measured = info.get("measured_speedup")
-    return "probe at k=%s%s -> k=%s chosen; predicted c=1 speedup %s" % (
+    by_k = info.get("measured_by_k") if isinstance(info.get("measured_by_k"), dict) else {}
+    rounds = ", ".join("k=%s %.2fx" % (k, v) for k, v in sorted(by_k.items(), key=lambda kv: int(kv[0]))
+                       if isinstance(v, (int, float)))
+    predicted = info.get("predicted_k")
+    return "probe at k=%s%s -> k=%s chosen; predicted c=1 speedup %s%s" % (
         info.get("probe_k"), " (measured %.2fx)" % measured if isinstance(measured, (int, float)) else "",
-        info.get("k"), curve or "n/a")
+        info.get("k"), curve or "n/a",
+        "; measured %s (predicted k=%s; the best measured k is kept)" % (rounds, predicted) if rounds else "")
 
 
 def time_scale_of(result):

@@ -58,10 +58,13 @@ def _median(values):
     return data[mid] if len(data) % 2 else (data[mid - 1] + data[mid]) / 2.0
 
 
-def _as_list(result):
-    if isinstance(result, (list, tuple)):
-        return [r for r in result if r]
-    return [result] if result else []
+def _as_list(result, role="candidate"):
+    items = list(result) if isinstance(result, (list, tuple)) else [result]
+    for item in items:
+        if item and not isinstance(item, dict):
+            raise ChooseKError("%s: the %s result must be a vllm_bench result (a mapping) or a list of them, got %r "
+                               "(%s)" % (inputs.NUMBER_RULE, role, item, type(item).__name__))
+    return [r for r in items if r]
 
 
 def _level(result, concurrency, role="candidate"):
@@ -73,7 +76,7 @@ def _level(result, concurrency, role="candidate"):
 
 def _level_numbers(results, concurrency, role):
     """Median TPOT, TTFT (seconds), throughput, tokens per request over repeats."""
-    runs = [_level(r, concurrency, role) for r in _as_list(results)]
+    runs = [_level(r, concurrency, role) for r in _as_list(results, role)]
     runs = [r for r in runs if r and r.get("completed")]
     if not runs:
         raise ChooseKError("the %s result has no completed run at concurrency %d: benchmark it at "
@@ -85,8 +88,27 @@ def _level_numbers(results, concurrency, role):
     ttft = _median(r.get("ttft_ms_p50") for r in runs) or 0.0
     tput = _median(r.get("throughput_tok_s") for r in runs)
     per_request = _median(float(r.get("output_tokens") or 0) / r["completed"] for r in runs)
+    mean = _mean_tpot_ms(runs, concurrency) if len(runs) == 1 else None
+    tpot = mean or tpot
     return {"tpot": tpot / 1000.0, "ttft": ttft / 1000.0, "throughput": tput,
             "tokens": per_request}
+
+
+def _mean_tpot_ms(runs, concurrency):
+    """The mean TPOT of one level at concurrency 1: request time (tokens per request / throughput)
+    less the TTFT, over the tokens after the first.  Times the round's acceptance length it is the
+    step time of the whole round, so the acceptance drawn in that round cancels; the p50 of the
+    per-request TPOTs does not cancel it (one request's share of the steps).  None when a number
+    is missing or the result is not plausible (then the p50 is used)."""
+    run = runs[0]
+    tokens, tput = run.get("output_tokens"), run.get("throughput_tok_s")
+    if concurrency != 1 or not tokens or not tput or not run.get("completed"):
+        return None
+    per_request = float(tokens) / run["completed"]
+    if per_request < 2:
+        return None
+    tpot = (per_request / float(tput) - (run.get("ttft_ms_p50") or 0.0) / 1000.0) / (per_request - 1.0)
+    return 1000.0 * tpot if tpot > 0 else None
 
 
 def _spec_counts(results, concurrency, role="candidate"):
@@ -96,7 +118,7 @@ def _spec_counts(results, concurrency, role="candidate"):
     would have counted."""
     drafts_total = 0.0
     weighted = []
-    for result in _as_list(results):
+    for result in _as_list(results, role):
         run = _level(result, concurrency, role) or {}
         spec = run.get("spec_decode") or result.get("spec_decode")
         if spec:
@@ -137,17 +159,32 @@ def acceptance_lengths(per_position, k_max):
 def _step_cost(k, knots, constant_cost):
     """Extra step time at k, interpolated between measured (k, extra) knots.
 
-    Below the smallest knot the cost falls linearly to 0 at k=0 (a draft pass per
-    drafted token) or stays flat (n-gram lookup).  Between knots it is linear: the
-    verification widens with k and turns compute bound at some k, which a single
-    straight line from k=0 would spread over every k."""
+    Between knots the cost is linear: the verification widens with k and turns compute
+    bound at some k, which a single straight line from k=0 would spread over every k.
+    Below the smallest knot the cost runs along a line from (0, fixed) to that knot.
+    With two or more knots, ``fixed`` is measured: the line through the two smallest
+    knots, extended to k=0, clamped to [0, first knot's cost] (the n-gram lookup, a
+    draft pass's launch cost; a compute knee between the knots gives a negative
+    intercept, clamped to 0).  With one knot it is assumed: the whole cost for the
+    n-gram proposer (one lookup per step), 0 for drafters that run once per token."""
     first_k, first_cost = knots[0]
     if k <= first_k:
-        return first_cost if constant_cost else first_cost * k / float(first_k)
+        fixed = fixed_cost(knots, constant_cost)
+        return fixed + (first_cost - fixed) * k / float(first_k)
     for (k1, c1), (k2, c2) in zip(knots, knots[1:]):
         if k <= k2:
             return c1 + (c2 - c1) * (k - k1) / float(k2 - k1)
     return knots[-1][1]
+
+
+def fixed_cost(knots, constant_cost):
+    """The per-step cost that does not grow with k (seconds); see _step_cost."""
+    first_k, first_cost = knots[0]
+    if len(knots) < 2:
+        return first_cost if constant_cost else 0.0
+    (k1, c1), (k2, c2) = knots[0], knots[1]
+    intercept = c1 - (c2 - c1) * k1 / float(k2 - k1)
+    return min(max(intercept, 0.0), first_cost)
 
 
 def predict(lengths, base, cand, k_measured, constant_cost=False, other_steps=()):
@@ -190,6 +227,9 @@ def _larger_k_may_help(lengths, base, cand, k_measured, constant_cost, extra, pr
 def _other_steps(others, k_measured, concurrency):
     """(k, step seconds) of rounds measured at other k, and their counters for pooling."""
     steps, pooled = [], []
+    if others is not None and not isinstance(others, (list, tuple)):
+        raise ChooseKError("others must be a list of {k: <num_speculative_tokens>, result: <vllm_bench result>} "
+                           "entries, got %r (%s)" % (others, type(others).__name__))
     for item in others or ():
         if not isinstance(item, dict) or "k" not in item or "result" not in item:
             raise ChooseKError("others must be a list of {k: <num_speculative_tokens>, result: <vllm_bench "
@@ -207,6 +247,15 @@ def _other_steps(others, k_measured, concurrency):
     return steps, pooled
 
 
+def _check_options(method, concurrency):
+    if method is not None and not isinstance(method, str):
+        raise ChooseKError("method must be the speculative method (a string such as eagle3 or ngram) or null, got %r"
+                           % (method,))
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ChooseKError("concurrency must be a benchmarked concurrency level (an integer >= 1), got %r"
+                           % (concurrency,))
+
+
 def choose_k(candidate, baseline, k_measured, method=None, concurrency=1, tie_tolerance=0.01,
              others=None):
     """Return the k choice; see the module docstring.  Raises ChooseKError.
@@ -217,8 +266,8 @@ def choose_k(candidate, baseline, k_measured, method=None, concurrency=1, tie_to
     if isinstance(k_measured, bool) or not isinstance(k_measured, int) or k_measured < 1:
         raise ChooseKError("k_measured must be the num_speculative_tokens the candidate ran with "
                            "(an integer >= 1), got %r" % (k_measured,))
-    if not 0 <= tie_tolerance < 0.5:
-        raise ChooseKError("tie_tolerance must be within [0, 0.5), got %r" % (tie_tolerance,))
+    tie_tolerance = _fraction(tie_tolerance, "tie_tolerance", 0.0, 0.5)
+    _check_options(method, concurrency)
     base = _level_numbers(baseline, concurrency, "baseline")
     cand = _level_numbers(candidate, concurrency, "candidate")
     drafts, per_position = _spec_counts(candidate, concurrency)
@@ -281,5 +330,121 @@ def choose_k(candidate, baseline, k_measured, method=None, concurrency=1, tie_to
         "draft_cost_ms": round(extra * 1000.0, 4),
         "beats_baseline": speedup[best] > 1.0,
         "larger_k_may_help": larger,
+        "confirm_k": best if best not in set([k_measured] + [k for k, dummy in other_steps]) else None,
         "reasons": reasons,
     }
+
+
+# The skill's rule: raise k above the board's start only when acceptance at the start k is above this.
+ACCEPTANCE_FOR_HIGHER_K = 0.6
+
+
+def acceptance_rate(result, k, concurrency=1, role="candidate"):
+    """vLLM's acceptance rate (accepted / drafted tokens) of a round at k, None without counters.
+
+    From the per-position rates: the mean of the first k (a position not reported counts 0)."""
+    drafts, rates = _spec_counts(result, concurrency, role)
+    if not drafts:
+        return None
+    rates = (list(rates) + [0.0] * k)[:k]
+    return sum(rates) / float(k)
+
+
+def _measured_rounds(rounds, concurrency):
+    if not isinstance(rounds, (list, tuple)) or not rounds:
+        raise ChooseKError("rounds must be a non-empty list of {k: <num_speculative_tokens>, result: <vllm_bench "
+                           "result>} entries, got %r" % (type(rounds).__name__,))
+    out = {}
+    for item in rounds:
+        if not isinstance(item, dict) or "k" not in item or "result" not in item:
+            raise ChooseKError("rounds must be a list of {k: <num_speculative_tokens>, result: <vllm_bench "
+                               "result>} entries, got an entry %r" % (item,))
+        k = item["k"]
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ChooseKError("rounds: k=%r must be an integer >= 1 (the num_speculative_tokens it ran with)" % (k,))
+        if k in out:
+            raise ChooseKError("rounds: k=%d is listed twice; pass each measured k once (repeats as a list "
+                               "in its result)" % k)
+        out[k] = item["result"]
+    return out
+
+
+def _fraction(value, field, low, high):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value \
+            or not low <= value < high:
+        raise ChooseKError("%s must be a number within [%g, %g), got %r" % (field, low, high, value))
+    return float(value)
+
+
+def keep_k(rounds, baseline, start_k, predicted_k=None, method=None, noise=0.03, concurrency=1,
+           tie_tolerance=0.01):
+    """Which measured k to keep, from rounds measured at several k (tune_k.yml's probes and confirmation).
+
+    ``rounds``: [{k, result}] measured at concurrency ``concurrency`` against ``baseline``;
+    ``start_k`` (the board's start, which must be among them) and ``predicted_k`` (what
+    spec_choose_k predicted; named in the reasons).  Only a measured k can be kept.  Each is
+    judged by its own measured step time (TPOT x its acceptance length, which cancels the
+    acceptance drawn in that round) over the acceptance length of the counters of every round
+    pooled: one round of a few hundred draft steps carries several percent of counting noise
+    in its throughput, the pooled counters much less.  The best k wins, or the smallest within
+    ``tie_tolerance`` of it.  The skill's 0.6 rule: a k above the start is kept only when the
+    start round's acceptance rate is above 0.6, or when that k is faster than the start k by more
+    than ``noise`` (the relative clock noise of one comparison of two rounds) - the measured
+    evidence that the larger k pays."""
+    if isinstance(start_k, bool) or not isinstance(start_k, int) or start_k < 1:
+        raise ChooseKError("start_k must be the board's start num_speculative_tokens (an integer >= 1), got %r"
+                           % (start_k,))
+    if predicted_k is not None and (isinstance(predicted_k, bool) or not isinstance(predicted_k, int)):
+        raise ChooseKError("predicted_k must be an integer (spec_choose_k's k) or null, got %r" % (predicted_k,))
+    noise = _fraction(noise, "noise", 0.0, 0.5)
+    tie_tolerance = _fraction(tie_tolerance, "tie_tolerance", 0.0, 0.5)
+    _check_options(method, concurrency)
+    measured = _measured_rounds(rounds, concurrency)
+    if start_k not in measured:
+        raise ChooseKError("rounds must include the start k (%d): the 0.6 rule and the comparison need it; "
+                           "measured: %s" % (start_k, ", ".join("k=%d" % k for k in sorted(measured))))
+    base = _level_numbers(baseline, concurrency, "baseline")
+    raw = {}
+    for k, result in measured.items():  # every round checked under its own name first
+        numbers = _level_numbers(result, concurrency, "k=%d" % k)
+        _spec_counts(result, concurrency, "k=%d" % k)
+        raw[k] = numbers["throughput"] / base["throughput"] if base["throughput"] and numbers["throughput"] else None
+    top_k = max(measured)
+    model = choose_k(measured[top_k], baseline, top_k, method=method, concurrency=concurrency,
+                     tie_tolerance=tie_tolerance,
+                     others=[{"k": k, "result": measured[k]} for k in sorted(measured) if k != top_k])
+    speedup = dict((k, model["predicted_speedup"][str(k)]) for k in measured)
+    acceptance = acceptance_rate(measured[start_k], start_k, concurrency, "k=%d" % start_k)
+    above = acceptance is not None and acceptance > ACCEPTANCE_FOR_HIGHER_K
+    reasons = ["measured c=%d speedup (throughput ratio of each round) %s; from each round's step time over the "
+               "pooled acceptance %s" % (concurrency, ", ".join(
+                   "k=%d %s" % (k, "%.3fx" % raw[k] if raw[k] is not None else "n/a") for k in sorted(raw)),
+                   ", ".join("k=%d %.3fx" % (k, speedup[k]) for k in sorted(speedup)))]
+    allowed = dict(speedup)
+    if not above:
+        for k in [k for k in speedup if k > start_k and speedup[k] <= speedup[start_k] * (1.0 + noise)]:
+            del allowed[k]
+        evidence = sorted(k for k in allowed if k > start_k)
+        reasons.append("acceptance at the start k=%d is %s, not above %s (the skill's rule for raising k): %s"
+                       % (start_k, "%.2f" % acceptance if acceptance is not None else "unknown",
+                          ACCEPTANCE_FOR_HIGHER_K,
+                          ("k=%s measured faster than k=%d by more than the noise of one comparison (%.1f %%), "
+                           "the evidence that the larger k pays" % (
+                               ", ".join(str(k) for k in evidence), start_k, 100.0 * noise)) if evidence else
+                          "a k above it is kept only when it measured faster by more than %.1f %%, and none did"
+                          % (100.0 * noise)))
+    best = max(allowed.values())
+    kept = min(k for k in allowed if allowed[k] >= best * (1.0 - tie_tolerance))
+    top = max(allowed, key=lambda k: (allowed[k], -k))
+    if kept != top:
+        reasons.append("k=%d kept: within %.1f %% of the best measured (k=%d), and the smaller k wins a tie"
+                       % (kept, 100.0 * tie_tolerance, top))
+    else:
+        reasons.append("k=%d kept: the best measured" % kept)
+    if predicted_k is not None and predicted_k != kept:
+        reasons.append("the prediction (k=%d) is not what measured best" % predicted_k)
+    return {"k": kept, "start_k": start_k, "predicted_k": predicted_k,
+            "measured_by_k": dict((str(k), round(v, 4)) for k, v in sorted(speedup.items())),
+            "round_speedup": dict((str(k), round(v, 4) if v is not None else None) for k, v in sorted(raw.items())),
+            "acceptance_at_start": round(acceptance, 4) if acceptance is not None else None,
+            "reasons": reasons}

@@ -30,3 +30,15 @@ def test_filter_turns_bad_input_into_a_task_error():
         choose(_result(9.0), _result(20.0), 4)
     with pytest.raises(AnsibleFilterError, match="unknown or missing option"):
         choose(_result(9.0), _result(20.0), 4, bogus=1)
+
+
+def test_keep_filter_returns_the_kept_k_and_turns_bad_input_into_a_task_error():
+    keep = FilterModule().filters()["spec_keep_k"]
+    rounds = [{"k": 3, "result": _result(9.0, {"drafts": 500, "per_position": [0.8, 0.6, 0.4]})},
+              {"k": 8, "result": _result(12.0, {"drafts": 300, "per_position": [0.8, 0.6, 0.4, 0.2, 0.1, 0, 0, 0]})}]
+    out = keep(rounds, _result(20.0), 3, predicted_k=3, method="eagle3")
+    assert out["k"] == 3 and set(out["measured_by_k"]) == {"3", "8"} and out["acceptance_at_start"] == 0.6
+    with pytest.raises(AnsibleFilterError, match=r"spec_keep_k: rounds must include the start k \(5\)"):
+        keep(rounds, _result(20.0), 5)
+    with pytest.raises(AnsibleFilterError, match="spec_keep_k: unknown or missing option"):
+        keep(rounds, _result(20.0), 3, bogus=1)

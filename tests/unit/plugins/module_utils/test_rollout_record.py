@@ -304,6 +304,13 @@ def test_k_tuning_is_recorded_with_its_prediction_or_why_it_failed():
     text = k_tuning(out)
     assert text.startswith("probe at k=8 (measured 1.45x) -> k=4 chosen")
     assert text.index("k=2 1.40x") < text.index("k=8 1.50x")  # in k order, not string order
+    assert "; measured" not in text  # no measured rounds recorded: nothing claimed
+    confirmed = dict(choice, k=5, predicted_k=4, start_k=5, measured_k=[5, 8, 4],
+                     measured_by_k={"4": 1.55, "5": 1.62, "8": 1.5}, acceptance_at_start=0.64)
+    out2 = rec.k_tuned(rec.new_record("h", "run", JETSON), confirmed, 8)
+    assert out2["k_tuning"]["measured_k"] == [5, 8, 4] and out2["k_tuning"]["acceptance_at_start"] == 0.64
+    assert k_tuning(out2).endswith("; measured k=4 1.55x, k=5 1.62x, k=8 1.50x (predicted k=4; the best measured "
+                                   "k is kept)")
     failed = rec.k_tuned({}, {"k": 0, "failed": "CUDA out of memory"}, 8)
     assert failed["k_tuning"] == {"probe_k": 8, "k": None, "failed": "CUDA out of memory"}
     assert "failed, so the board's k was judged: CUDA out of memory" in k_tuning(failed)

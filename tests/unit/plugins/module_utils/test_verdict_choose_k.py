@@ -7,7 +7,7 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.choose_k import (
-    ChooseKError, acceptance_lengths, choose_k,
+    ChooseKError, acceptance_lengths, acceptance_rate, choose_k, fixed_cost, keep_k,
 )
 
 T_BASE = 0.020  # one target step, seconds
@@ -178,3 +178,179 @@ def test_others_must_name_a_smaller_k():
     with pytest.raises(ChooseKError, match="between 1 and k_measured - 1"):
         choose_k(_candidate(_geometric(0.7, 3), 3, 0.001), _baseline(), 3,
                  others=[{"k": 3, "result": _candidate(_geometric(0.7, 3), 3, 0.001)}])
+
+
+# ---- two measured k: the fixed cost, the confirmation, keep_k -------------------------------------------------
+def _round(rates, k, step, drafts=1000, ttft_s=0.0):
+    """A candidate round at k whose whole step (draft + verification) takes ``step`` seconds."""
+    length = 1.0 + sum(rates[:k])
+    spec = {"drafts": drafts, "per_position": list(rates[:k])}
+    return {"runs": [_run(step / length, ttft_s, spec)], "spec_decode": spec}
+
+
+def test_the_fixed_cost_is_measured_from_two_k_and_clamped():
+    # n-gram: 4 ms lookup + 0.5 ms per verified token: the line through k=3 and k=8 meets k=0 at 4 ms
+    assert fixed_cost([(3, 0.0055), (8, 0.008)], True) == pytest.approx(0.004)
+    # one knot: assumed (the whole cost for n-gram, nothing for a drafter)
+    assert fixed_cost([(3, 0.0055)], True) == 0.0055 and fixed_cost([(3, 0.0055)], False) == 0.0
+    # a compute knee between the knots: the line meets k=0 below 0, clamped to 0
+    assert fixed_cost([(3, 0.003), (8, 0.05)], False) == 0.0
+    # never above the first knot's own cost
+    assert fixed_cost([(3, 0.006), (8, 0.001)], True) == 0.006
+
+
+def test_ngram_cost_is_measured_from_two_k_not_assumed_constant():
+    # a lookup of 10 % of a step plus a verification that widens by 6 % of a step per token: a constant
+    # cost (one round) undercharges k=8 and overcharges k=1; two rounds give the truth
+    rates = [0.5] * 8
+
+    def step(k):
+        return T_BASE * (1.1 + 0.06 * k)
+
+    truth = dict((k, (1.0 + sum(rates[:k])) * T_BASE / step(k)) for k in range(1, 9))
+    both = choose_k(_round(rates, 8, step(8)), _baseline(), 8, method="ngram", tie_tolerance=0.0,
+                    others=[{"k": 3, "result": _round(rates, 3, step(3))}])
+    for k in range(1, 9):
+        assert both["predicted_speedup"][str(k)] == pytest.approx(truth[k], rel=1e-3)
+    assert both["k"] == max(truth, key=truth.get)
+    alone = choose_k(_round(rates, 8, step(8)), _baseline(), 8, method="ngram", tie_tolerance=0.0)
+    assert alone["predicted_speedup"]["1"] < truth[1] * 0.97
+
+
+def test_confirm_k_names_a_prediction_no_round_measured():
+    rates = _geometric(0.8, 8)
+
+    def step(k):
+        return T_BASE * (1.0 + 0.12 * k)
+
+    out = choose_k(_round(rates, 8, step(8)), _baseline(), 8, others=[{"k": 3, "result": _round(rates, 3, step(3))}])
+    assert out["k"] not in (3, 8) and out["confirm_k"] == out["k"]
+    measured = choose_k(_round(rates, 3, step(3)), _baseline(), 3)
+    assert measured["confirm_k"] is None or measured["confirm_k"] != 3
+
+
+def test_acceptance_rate_is_accepted_over_drafted_tokens_at_k():
+    spec = {"drafts": 100, "per_position": [0.8, 0.6, 0.4]}
+    result = {"runs": [_run(0.01, 0.0, spec)]}
+    assert acceptance_rate(result, 3) == pytest.approx(0.6)
+    assert acceptance_rate(result, 4) == pytest.approx(0.45)  # a position not reported counts 0
+    assert acceptance_rate({"runs": [_run(0.01)]}, 3) is None
+
+
+def _rounds(rates, steps):
+    return [{"k": k, "result": _round(rates, k, step)} for k, step in steps]
+
+
+def test_keep_k_keeps_the_best_measured_k_not_the_prediction():
+    rates = _geometric(0.85, 8)
+    steps = [(3, T_BASE * 1.3), (8, T_BASE * 1.8), (5, T_BASE * 1.9)]  # k=5 measured slow: not kept
+    out = keep_k(_rounds(rates, steps), _baseline(), 3, predicted_k=5)
+    speed = dict((k, (1.0 + sum(rates[:k])) * T_BASE / step) for k, step in steps)
+    assert out["k"] == max(speed, key=speed.get) and out["k"] != 5
+    assert out["measured_by_k"][str(out["k"])] == pytest.approx(speed[out["k"]], rel=1e-3)
+    assert "the prediction (k=5) is not what measured best" in out["reasons"]
+    assert out["acceptance_at_start"] == pytest.approx(sum(rates[:3]) / 3, abs=1e-4)
+
+
+def test_keep_k_ties_go_to_the_smaller_k():
+    rates = [1.0] * 8
+    # k=3: 4 tokens per 1.6 steps' time; k=5 exactly as fast (6 per 2.4): within the tie, the smaller wins
+    out = keep_k(_rounds(rates, [(3, T_BASE * 1.6), (5, T_BASE * 2.4), (8, T_BASE * 4.0)]), _baseline(), 3)
+    assert out["k"] == 3
+
+
+def test_the_0_6_rule_keeps_the_start_unless_a_larger_k_measured_faster_by_more_than_the_noise():
+    rates = [0.5, 0.25, 0.125, 0.1, 0.09, 0.08, 0.07, 0.06]  # acceptance at 3: 0.29
+    start_speed = (1.0 + sum(rates[:3])) / 1.3
+    # k=5 faster than k=3 by 2 %: within the noise (3 %), so the start k stays
+    step5 = T_BASE * (1.0 + sum(rates[:5])) / (start_speed * 1.02)
+    small = keep_k(_rounds(rates, [(3, T_BASE * 1.3), (5, step5), (8, T_BASE * 3.0)]), _baseline(), 3)
+    assert small["k"] == 3 and small["acceptance_at_start"] < 0.6
+    assert "a k above it is kept only when it measured faster by more than 3.0 %, and none did" in " ".join(
+        small["reasons"])
+    # faster by 8 %: measured evidence that the larger k pays
+    step5 = T_BASE * (1.0 + sum(rates[:5])) / (start_speed * 1.08)
+    large = keep_k(_rounds(rates, [(3, T_BASE * 1.3), (5, step5), (8, T_BASE * 3.0)]), _baseline(), 3)
+    assert large["k"] == 5 and "k=5 measured faster than k=3" in " ".join(large["reasons"])
+    # the same 2 % with acceptance above 0.6: the best measured is kept
+    high = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2]
+    high_speed = (1.0 + sum(high[:3])) / 1.3
+    step5 = T_BASE * (1.0 + sum(high[:5])) / (high_speed * 1.02)
+    assert keep_k(_rounds(high, [(3, T_BASE * 1.3), (5, step5), (8, T_BASE * 5.0)]), _baseline(), 3)["k"] == 5
+
+
+@pytest.mark.parametrize("args,kwargs,match", [
+    (([], None, 3), {}, "rounds must be a non-empty list"),
+    (("x", None, 3), {}, "rounds must be a non-empty list"),
+    (([{"k": 3}], None, 3), {}, "entries, got an entry"),
+    (([{"k": True, "result": {}}], None, 3), {}, "rounds: k=True must be an integer"),
+    (([{"k": 3, "result": {}}, {"k": 3, "result": {}}], None, 3), {}, "k=3 is listed twice"),
+    (([{"k": 8, "result": {}}], None, 3), {}, r"must include the start k \(3\)"),
+    (([{"k": 3, "result": {}}], None, "3"), {}, "start_k must be"),
+    (([{"k": 3, "result": {}}], None, 3), {"predicted_k": 2.5}, "predicted_k must be an integer"),
+    (([{"k": 3, "result": {}}], None, 3), {"noise": float("nan")}, "noise must be a number"),
+    (([{"k": 3, "result": {}}], None, 3), {"noise": "0.03"}, "noise must be a number"),
+    (([{"k": 3, "result": {}}], None, 3), {"tie_tolerance": float("inf")}, "tie_tolerance must be a number"),
+    (([{"k": 3, "result": {}}], None, 3), {"concurrency": True}, "concurrency must be"),
+    (([{"k": 3, "result": {}}], None, 3), {"method": 3}, "method must be"),
+])
+def test_keep_k_bad_inputs_name_the_field(args, kwargs, match):
+    with pytest.raises(ChooseKError, match=match):
+        keep_k(*args, **kwargs)
+
+
+def test_keep_k_bad_numbers_in_a_round_name_the_round_and_field():
+    rates = _geometric(0.8, 8)
+    rounds = _rounds(rates, [(3, T_BASE * 1.3), (8, T_BASE * 1.9)])
+    rounds[1]["result"]["runs"][0]["throughput_tok_s"] = float("nan")
+    with pytest.raises(ChooseKError, match="input.bench_number: the k=8 result's concurrency 1 throughput_tok_s"):
+        keep_k(rounds, _baseline(), 3)
+    rounds = _rounds(rates, [(3, T_BASE * 1.3), (8, T_BASE * 1.9)])
+    rounds[0]["result"]["spec_decode"]["per_position"][1] = float("inf")
+    with pytest.raises(ChooseKError, match=r"input.bench_number: .*per_position\[1\] must be a finite number"):
+        keep_k(rounds, _baseline(), 3)
+
+
+@pytest.mark.parametrize("mutate,match", [
+    (lambda c, b: c["runs"][0].update(tpot_ms_p50=float("nan")), "candidate result's concurrency 1 tpot_ms_p50"),
+    (lambda c, b: c["runs"][0].update(throughput_tok_s=float("inf")), "throughput_tok_s must be a finite number"),
+    (lambda c, b: c["spec_decode"].update(drafts=float("nan")), "spec_decode drafts must be a finite number"),
+    (lambda c, b: c["spec_decode"]["per_position"].__setitem__(0, float("nan")), r"per_position\[0\]"),
+    (lambda c, b: c["spec_decode"]["per_position"].__setitem__(0, "0.7"), "must be a number, got '0.7'"),
+    (lambda c, b: b["runs"][0].update(ttft_ms_p50=-1.0), "baseline result's concurrency 1 ttft_ms_p50 must not be"),
+])
+def test_non_finite_or_wrongly_typed_numbers_name_the_field(mutate, match):
+    cand, base = _candidate(_geometric(0.7, 3), 3, 0.001), _baseline()
+    cand["runs"][0]["spec_decode"] = cand["spec_decode"]
+    mutate(cand, base)
+    with pytest.raises(ChooseKError, match=match):
+        choose_k(cand, base, 3)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"tie_tolerance": float("nan")}, "tie_tolerance must be a number"),
+    ({"tie_tolerance": "0.01"}, "tie_tolerance must be a number"),
+    ({"concurrency": "1"}, "concurrency must be"),
+    ({"method": ["eagle3"]}, "method must be"),
+    ({"others": "k=3"}, "others must be a list"),
+])
+def test_bad_options_name_the_option(kwargs, match):
+    with pytest.raises(ChooseKError, match=match):
+        choose_k(_candidate(_geometric(0.7, 3), 3, 0.001), _baseline(), 3, **kwargs)
+
+
+@pytest.mark.parametrize("result", ["a string", 42, [{"runs": []}, "x"]])
+def test_a_result_that_is_not_a_mapping_is_named(result):
+    with pytest.raises(ChooseKError, match="the candidate result must be a vllm_bench result"):
+        choose_k(result, _baseline(), 3)
+
+
+def test_the_mean_tpot_cancels_the_rounds_acceptance_draw():
+    # the p50 TPOT says 9 ms but the round's throughput says a mean of 10 ms: the step is TPOT x length
+    rates = [0.8, 0.6, 0.4]
+    spec = {"drafts": 500, "per_position": rates}
+    run = _run(0.010, 0.0, spec)
+    run["tpot_ms_p50"] = 9.0
+    out = choose_k({"runs": [run]}, _baseline(), 3)
+    assert out["reasons"][1].endswith("against the baseline step 20.00 ms")
+    assert "TPOT 10.00 ms" in out["reasons"][1]
