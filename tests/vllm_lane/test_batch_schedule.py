@@ -72,6 +72,6 @@ def test_real_vllm_serves_the_schedule_or_refuses_it_in_its_own_words(lane_venv,
         lane.stop_server(srv)
     lane_results["schedule"] = {"outcome": "served", "start_s": round(srv.start_s, 1), "c1": one, "c8": eight}
     print("\n[lane] schedule served: c1 %s; c8 %s" % (one, eight))
-    assert one["drafts"] > 0 and one["drafts_per_token"] > 0.2, one
+    assert one["drafts"] > 0 and one["drafts_per_token"] > 0.1, one
     # at concurrency 8 only a step with one request left may draft
     assert eight["drafts_per_token"] < 0.5 * one["drafts_per_token"], (one, eight)
