@@ -46,6 +46,15 @@ def _markdown(fleet, run):
         return handle.read()
 
 
+def _numbers(host, record):
+    """The candidate's and the schedule's c1 gain and c8 change, printed for the docs (pytest -s)."""
+    first = (record["third_arm"].get("candidate_verdict") or {}).get("metrics") or {}
+    final = record["verdict"]["metrics"]
+    print("\n[third arm] %s: candidate c1 %+.1f %%, c8 %+.1f %%; verdict after the schedule: c1 %+.1f %%, c8 %+.1f %%"
+          % (host, 100 * first.get("c1_throughput_gain", 0), 100 * first.get("c8_throughput_change", 0),
+             100 * (final.get("c1_throughput_gain") or 0), 100 * (final.get("c8_throughput_change") or 0)))
+
+
 def _arms(state):
     return [r["arm"] for r in state["benchmarks"]["rounds"]]
 
@@ -76,6 +85,7 @@ def test_a_c8_regressing_host_is_kept_with_the_schedule(fleet):
     assert_serving(fleet, "ta-kept", speculative=True)
     assert KEY in fleet.unit("ta-kept")
     record = _entry(fleet, "ta", "ta-kept")["record"]
+    _numbers("ta-kept", record)
     assert record["third_arm"]["kept"] is True and record["third_arm"]["candidate_verdict"]["decision"] == "revert"
     assert record["third_arm"]["candidate_verdict"]["metrics"]["c8_throughput_change"] < -0.05
     assert "Third arm" in _markdown(fleet, "ta") and "was kept" in _markdown(fleet, "ta")
@@ -85,6 +95,7 @@ def test_a_schedule_whose_own_cost_makes_it_lose_is_reverted(fleet):
     state = assert_state(fleet, "ta-costly", "reverted")
     assert "schedule" in _arms(state), _arms(state)
     record = _entry(fleet, "ta", "ta-costly")["record"]
+    _numbers("ta-costly", record)
     assert record["third_arm"]["tried"] is True and record["third_arm"]["kept"] is False, record["third_arm"]
     assert state["last_good"]["kind"] == "baseline"
     assert_serving(fleet, "ta-costly", speculative=False)
