@@ -324,5 +324,11 @@ def rollout_settings(bench, verdict, ttft=None):
         equivalence = check_equivalence(bench.get("equivalence"))
     except ValueError as exc:
         raise LaunchPlanError(str(exc))
+    third = bench.get("third_arm") or {}
+    if not isinstance(third, dict) or not isinstance(third.get("enabled", True), bool):
+        raise LaunchPlanError("rollout_third_arm must be a boolean (true tries the batch-size schedule as a third "
+                              "arm where vLLM supports it, false never does), got %r." % (third.get("enabled"),))
     return {"verdict": params, "ttft": guard, "levels": levels, "hold_clocks": bool(bench.get("hold_clocks", False)),
-            "equivalence": equivalence}
+            "equivalence": equivalence,
+            # the third arm (verdict/third_arm.py): on or off, and the serving vLLM's version its gate reads
+            "third_arm": {"enabled": bool(third.get("enabled", True)), "vllm_version": third.get("vllm_version") or None}}

@@ -21,6 +21,8 @@ import re
 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import K_RANGE, START_K
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_fields import ANY_VERSION_FIELDS, ENGINE_FIELDS
+from ansible_collections.jetson.specdec.plugins.module_utils.launch.batch_schedule import (
+    SCHEDULE_KEY, ScheduleError, validate_schedule)
 
 try:  # Python 3.3+; plain dict keeps insertion order only from 3.7, so be explicit.
     from collections import OrderedDict
@@ -148,6 +150,13 @@ def _validate_extra(extra, known):
             raise SpecConfigError("extra key %r must be lower_snake_case (e.g. disable_padded_drafter_batch)" % (key,))
         if key in known or key == "tensor_parallel_size":
             raise SpecConfigError("extra key %r is a regular speculative_config key; set it there instead" % key)
+        if key == SCHEDULE_KEY:
+            # the one list a SpeculativeConfig takes from a launch: vLLM's batch-size schedule, checked by vLLM's rules
+            try:
+                out[key] = validate_schedule(value)
+            except ScheduleError as exc:
+                raise SpecConfigError("extra.%s: %s" % (key, exc))
+            continue
         if isinstance(value, float) and not math.isfinite(value):
             raise SpecConfigError("extra.%s must be a finite number, got %r" % (key, value))
         if isinstance(value, str):

@@ -19,6 +19,7 @@ import json
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import apply_kept_utilization, next_rung
 from ansible_collections.jetson.specdec.plugins.module_utils.record.wave import WaveError, wave
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict import energy
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.third_arm import dry_run_line
 
 # What the benchmark module returns that the record keeps (the rest is Ansible's bookkeeping).
 BENCH_KEYS = ("runs", "spec_decode", "server", "bench_warnings", "simulated", "config", "workload",
@@ -205,6 +206,11 @@ def dry_run_plan(launch, settings, refusal="", policy_off=""):
             int(round(float(plan["max_wall_s"] or 0) / 60.0)))
     if (settings or {}).get("hold_clocks"):
         what += "; at MAXN with jetson_clocks held, then put back as it was"
+    third = (settings or {}).get("third_arm") or {}
+    third_line = dry_run_line(bool(third.get("enabled")), third.get("vllm_version"), plan["method"])
+    if third_line:
+        plan["third_arm"] = third_line
+        what += "; " + third_line
     plan["line"] = what
     return plan
 
@@ -333,6 +339,24 @@ def decide_rounds(rounds):
     return [{"arm": r.get("phase"), "result": r.get("result") or {}} for r in rounds or []]
 
 
+def schedule_rounds(rounds, params):
+    """The third arm's evidence (verdict/third_arm.py): the baseline's rounds and the schedule's, the schedule as
+    the candidate arm, with the budget the baseline's rounds used added, so the schedule gets the budget a
+    candidate gets (the candidate's own rounds are not its evidence)."""
+    kept = [r for r in rounds or [] if r.get("phase") in ("baseline", "schedule")]
+    base = [r.get("result") or {} for r in kept if r.get("phase") == "baseline"]
+    runs = [run for result in base for run in result.get("runs") or [] if isinstance(run, dict)]
+    requests = sum(int(run.get("completed") or 0) + int(run.get("failed") or 0) for run in runs)
+    seconds = sum(float(run.get("duration_s") or 0.0) for run in runs)
+    out = dict(params)
+    for key, add, cap in (("max_rounds", len(base), 100), ("max_requests", requests, 10 ** 7),
+                          ("max_wall_s", seconds, 7 * 86400.0)):
+        if out.get(key) is not None:
+            out[key] = min(cap, type(out[key])(out[key] + add)) if isinstance(out[key], (int, float)) else out[key]
+    return ([{"phase": "candidate" if r.get("phase") == "schedule" else "baseline", "result": r.get("result")}
+             for r in kept], out)
+
+
 def run_verdict(record, rounds, rungs, broke, params, ttft=None):
     """The verdict of the run so far, the one place it is decided.
 
@@ -340,7 +364,8 @@ def run_verdict(record, rounds, rungs, broke, params, ttft=None):
     (flagged). Otherwise the sequential verdict (verdict/decide.py) on every round so far:
     ``continue`` with ``next_round.arm`` while the evidence does not settle keep or revert
     and the budget in ``params`` allows another round; then keep, revert, marginal or
-    inconclusive (revert, flagged). ``ttft`` ({tolerance, action}): the TTFT guard on a kept
+    inconclusive (revert, flagged). Once the third arm runs (rounds of phase ``schedule``), the
+    verdict is the schedule's against the baseline (``schedule_rounds``). ``ttft`` ({tolerance, action}): the TTFT guard on a kept
     candidate (verdict/ttft.py).
     """
     from ansible_collections.jetson.specdec.plugins.module_utils.verdict.decide import spec_decide
@@ -350,8 +375,11 @@ def run_verdict(record, rounds, rungs, broke, params, ttft=None):
         return ladder_exhausted_verdict(record)
     if broke:
         return broken_candidate_verdict(broke)
+    params = dict(params or {})
+    if any(r.get("phase") == "schedule" for r in rounds or []):
+        rounds, params = schedule_rounds(rounds, params)
     data = decide_rounds(rounds)
-    verdict = spec_decide(data, **dict(params or {}))
+    verdict = spec_decide(data, **params)
     verdict = apply_ttft(verdict, data, (verdict.get("metrics") or {}).get("low_concurrency") or 1, ttft or {})
     verdict["thresholds"] = verdict_thresholds(params)
     return verdict
@@ -419,13 +447,28 @@ def prefetched(result):
     return [dict((k, m.get(k)) for k in keys if m.get(k) is not None) for m in result["models"] if isinstance(m, dict)]
 
 
-def judged(record, verdict, rounds, rung, stored, waits=None, prefetch=None, k_choice=None, probe_k=None):
+def third_arm_record(third_arm, kept):
+    """What the record keeps of the third arm (verdict/third_arm.py's plan, with the candidate's own verdict
+    before it): whether it was tried and why (not), the threshold, the schedule and the sentence."""
+    arm = dict((k, third_arm.get(k)) for k in ("try", "reason", "threshold", "k", "schedule", "regressed_at", "line"))
+    arm["tried"] = bool(arm.pop("try"))
+    arm["kept"] = bool(kept and arm["tried"])
+    first = third_arm.get("candidate_verdict") or {}
+    if first:
+        arm["candidate_verdict"] = dict((k, first.get(k)) for k in ("decision", "action", "reasons", "metrics"))
+    return arm
+
+
+def judged(record, verdict, rounds, rung, stored, waits=None, prefetch=None, k_choice=None, probe_k=None,
+           third_arm=None):
     """The verdict is in: kept (the candidate runs) or reverted (the baseline runs).
 
     ``rung`` is the rung that started (None when the ladder ended with speculation off);
     the record keeps the latest benchmark of each arm. ``waits``: the serving gaps of the
     run's restarts (``serving_gaps``); ``prefetch``: vllm_prefetch's result (``prefetched``);
-    ``k_choice``: what k tuning chose at ``probe_k`` (``k_tuned``), None when k was not tuned.
+    ``k_choice``: what k tuning chose at ``probe_k`` (``k_tuned``), None when k was not tuned;
+    ``third_arm``: the third arm's plan (verdict/third_arm.py) when the rollout considered one, the verdict
+    then being the schedule's when it was tried.
     """
     if not isinstance(verdict, dict) or verdict.get("action") not in ("keep", "revert"):
         raise RecordError("the verdict must have action keep or revert, got %r" % (verdict,))
@@ -442,6 +485,12 @@ def judged(record, verdict, rounds, rung, stored, waits=None, prefetch=None, k_c
                serving_gaps=serving_gaps(waits))
     if rung and rung.get("vllm_server_speculative_model"):
         out["speculative_model"] = rung["vllm_server_speculative_model"]  # the head or draft it measured
+    if isinstance(third_arm, dict) and third_arm.get("reason"):
+        out["third_arm"] = third_arm_record(third_arm, kept)
+        if out["third_arm"]["kept"]:
+            schedule = compact_result(last_round(rounds, "schedule"))
+            out.update(candidate=schedule, spec_decode=(schedule or {}).get("spec_decode"),
+                       config_after="%s, %s" % ((rung or {}).get("label"), out["third_arm"]["line"]))
     spent = energy.summary(rounds)
     if spent:
         out["energy"] = spent

@@ -619,6 +619,8 @@ def why_items(entry):
         items.append(("Equivalence", why["equivalence"]))
     if why.get("k_tuning"):
         items.append(("k tuning", why["k_tuning"]))
+    if why.get("third_arm"):
+        items.append(("Third arm", why["third_arm"]))
     if why.get("roofline"):
         items.append(("Roofline", why["roofline"]))
     if why.get("energy"):

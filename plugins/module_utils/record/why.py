@@ -296,6 +296,25 @@ def prefetch(record):
     return "; ".join(parts) or None
 
 
+def third_arm(record):
+    """The third arm (verdict/third_arm.py) in one sentence, or None when the rollout did not consider one."""
+    arm = record.get("third_arm") if isinstance(record.get("third_arm"), dict) else None
+    if not arm:
+        return None
+    first = arm.get("candidate_verdict") or {}
+    change = (first.get("metrics") or {}).get("c8_throughput_change")
+    gain = (first.get("metrics") or {}).get("c1_throughput_gain")
+    before = ("the candidate alone gained %+.0f %% at the judged level and changed %+.0f %% at the highest; "
+              % (100 * gain, 100 * change)) if isinstance(gain, (int, float)) and isinstance(change, (int, float)) else ""
+    if not arm.get("tried"):
+        # only a schedule the gate or vLLM turned off is news; a plain revert needs no third-arm line
+        reason = str(arm.get("reason") or "")
+        return "not tried: %s%s" % (before, _short(reason)) if reason.startswith("schedule.") else None
+    schedule = " ".join("[%s-%s: k=%s]" % tuple(e) for e in arm.get("schedule") or [])
+    return "%sthe schedule %s %s was %s" % (before, arm.get("line"), schedule,
+                                             "kept" if arm.get("kept") else "judged against the baseline and reverted")
+
+
 def explain(record):
     """{why, ladder, evidence, workload, equivalence, runs_now, warnings, next_step} for one (normalized) record."""
     record = record if isinstance(record, dict) else {}
@@ -327,6 +346,7 @@ def explain(record):
         "workload": workload(record),
         "equivalence": equivalence(verdict),
         "k_tuning": k_tuning(record),
+        "third_arm": third_arm(record),
         "roofline": roofline(record),
         "energy": energy(record),
         "serving_gap": serving_gap(record),

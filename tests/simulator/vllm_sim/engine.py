@@ -34,6 +34,9 @@ class TimingModel(object):
         self.draft_cpt = 0.0
         self.draft_overhead = float(profile.draft_step_overhead_s)
         self.ngram_s = float(profile.ngram_propose_s)
+        # A batch-size schedule's own cost (vLLM issue #49548: PIECEWISE cudagraphs, no decode padding; TPOT
+        # +6..22 % even at k = 0): this fraction of every decode step's verify time while a schedule is configured.
+        self.schedule_overhead = float(profile.speculative_schedule_overhead) if spec is not None and spec.schedule else 0.0
         if spec is not None and spec.draft is not None:
             self.draft_mem_s = spec.draft.weight_bytes / bw
             self.draft_cpt = self._compute(profile, spec.draft)
@@ -49,15 +52,25 @@ class TimingModel(object):
     def verify_s(self, tokens):
         return max(self.target_mem_s, tokens * self.target_cpt) + self.overhead
 
-    def draft_s(self, n_seqs):
+    def draft_s(self, n_seqs, k=None):
+        k = self.k if k is None else k
         if self.spec is None:
             return 0.0
         if self.spec.draft is None:  # ngram: a CPU lookup, no model pass
-            return self.ngram_s
-        return self.k * (max(self.draft_mem_s, n_seqs * self.draft_cpt) + self.draft_overhead)
+            return self.ngram_s if k else 0.0
+        # At k = 0 (a schedule's) vLLM's drafter still runs one forward to keep its KV cache in step (0.32
+        # llm_base_proposer.py: "No draft tokens requested (e.g. Dynamic SD decided K=0)"): that cost is part of
+        # the profile's speculative_schedule_overhead, with the schedule's other costs.
+        return k * (max(self.draft_mem_s, n_seqs * self.draft_cpt) + self.draft_overhead)
 
-    def decode_step_s(self, n_seqs):
-        return self.verify_s(n_seqs * (self.k + 1)) + self.draft_s(n_seqs)
+    def k_at(self, batch_size):
+        """The k of a step scheduling ``batch_size`` requests (prefills included, as vLLM's scheduler counts)."""
+        return self.spec.k_at(batch_size) if self.spec is not None else 0
+
+    def decode_step_s(self, n_seqs, k=None):
+        k = self.k if k is None else k
+        verify = self.verify_s(n_seqs * (k + 1))
+        return verify * (1.0 + self.schedule_overhead) + self.draft_s(n_seqs, k)
 
     def prefill_step_s(self, prompt_tokens, with_decode):
         compute = prompt_tokens * self.prefill_per_token
@@ -192,25 +205,27 @@ class Engine(object):
         decode = [r for r in self.running if r.prefilled]
         duration = 0.0
         if decode:
-            duration += self.timing.decode_step_s(len(decode))
+            duration += self.timing.decode_step_s(len(decode), self.timing.k_at(len(prefill) + len(decode)))
         if prefill:
             duration += self.timing.prefill_step_s(sum(r.prompt_tokens for r in prefill),
                                                    bool(decode))
         return prefill, decode, self.noise.step(duration)
 
-    def _draw_accepted(self, scale=1.0):
+    def _draw_accepted(self, scale=1.0, k=None):
         """Rejection sampling: position i counts only if every earlier one was accepted."""
+        k = self.spec.k if k is None else k
         accepted = 0
         curve = self.spec.alpha if isinstance(self.spec.alpha, list) else [self.spec.alpha]
         if scale != 1.0:
             curve = [min(0.99, a * scale) for a in curve]
-        while accepted < self.spec.k and self.rng.random() < curve[min(accepted, len(curve) - 1)]:
+        while accepted < k and self.rng.random() < curve[min(accepted, len(curve) - 1)]:
             accepted += 1
         return accepted
 
     def apply(self, prefill, decode, t_end):
         m = self.metrics
         step_tokens = 0
+        step_k = self.timing.k_at(len(prefill) + len(decode))
         for req in prefill:
             if req.aborted:
                 continue
@@ -224,11 +239,11 @@ class Engine(object):
             if req.aborted:
                 continue
             n = 1
-            if self.spec is not None:
-                accepted = self._draw_accepted(req.accept_scale)
+            if self.spec is not None and step_k:
+                accepted = self._draw_accepted(req.accept_scale, step_k)
                 n += accepted
-                if m:
-                    m.on_spec_step(self.spec.k, accepted)
+                if m:  # a k = 0 step drafts nothing and counts nothing (vLLM issue #54748)
+                    m.on_spec_step(step_k, accepted)
             step_tokens += n
             self._emit(req, n, t_end)
         if m:

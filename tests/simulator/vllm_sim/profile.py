@@ -30,6 +30,9 @@ _DEFAULTS = {
     "faults": {},
     "noise": {},
     "block_size": 16,
+    # The cost of a batch-size schedule itself (num_speculative_tokens_per_batch_size), as a fraction of every
+    # decode step's verify time while one is configured, whatever k the step runs (engine.py).
+    "speculative_schedule_overhead": 0.0,
     # Where the stand-in announces a visible throttle to the board's sensor daemon, and the GPU
     # devfreq node that daemon shows (board_sysfs.py); without a throttle_file nothing is shown.
     "throttle_file": None,

@@ -21,16 +21,71 @@ MODEL_METHODS = ("draft_model", "eagle", "eagle3", "medusa", "mlp_speculator")
 CLS = "SpeculativeConfig"
 
 
+SCHEDULE_KEY = "num_speculative_tokens_per_batch_size"
+
+
 class SpecSettings(object):
-    def __init__(self, method, draft, k, alpha):
+    def __init__(self, method, draft, k, alpha, schedule=None):
         self.method = method
         self.draft = draft  # profile Model, or None for ngram
         self.k = k
         self.alpha = alpha
+        self.schedule = schedule  # [[start, end, k], ...] sorted, or None (static k)
+
+    def k_at(self, batch_size):
+        """vLLM's dense lookup (v1/spec_decode/dynamic/utils.py): the k of the last range starting at or below
+        the batch size (gaps take the previous k, sizes after the last range its k), clamped to the maximum."""
+        if not self.schedule:
+            return self.k
+        k = self.k
+        for start, _end, value in self.schedule:
+            if start <= batch_size:
+                k = value
+        return min(self.k, k)
 
     def describe(self):
-        return {"method": self.method, "model": self.draft.name if self.draft else None,
-                "num_speculative_tokens": self.k}
+        out = {"method": self.method, "model": self.draft.name if self.draft else None,
+               "num_speculative_tokens": self.k}
+        if self.schedule:
+            out[SCHEDULE_KEY] = [tuple(e) for e in self.schedule]
+        return out
+
+
+def _engine_error(message):
+    """A ValueError raised when the engine core builds the schedule's lookup (not at argument parsing)."""
+    raise SimExit(1, traceback_lines("ValueError: " + message, where="vllm/v1/core/sched/scheduler.py"))
+
+
+def validate_schedule(value):
+    """validate_and_normalize_dynamic_sd_schedule (vLLM 0.32), with its messages."""
+    if value is None:
+        _engine_error("num_speculative_tokens_per_batch_size is required for dynamic speculative decoding.")
+    if not isinstance(value, list):
+        _engine_error("num_speculative_tokens_per_batch_size must be a non-empty list of (range_start, range_end, "
+                      "num_speculative_tokens) entries.")
+    if not value:
+        _engine_error("num_speculative_tokens_per_batch_size must not be empty.")
+    entries = []
+    for entry in value:
+        if not isinstance(entry, list) or len(entry) != 3:
+            _engine_error("Each num_speculative_tokens_per_batch_size entry must be a 3-item sequence: "
+                          "(range_start, range_end, num_speculative_tokens).")
+        start, end, k = (int(v) for v in entry)
+        if start <= 0 or end <= 0:
+            _engine_error("Batch-size range (%d, %d) must be positive." % (start, end))
+        if start > end:
+            _engine_error("Batch-size range start must be <= end for (%d, %d, %d)." % (start, end, k))
+        if k < 0:
+            _engine_error("num_speculative_tokens_per_batch_size values must be >= 0.")
+        entries.append([start, end, k])
+    entries.sort(key=lambda e: e[0])
+    for before, after in zip(entries, entries[1:]):
+        if after[0] <= before[1]:
+            _engine_error("Batch-size ranges must be non-overlapping and sorted.")
+    if entries[0][0] != 1:
+        _engine_error("The first batch-size range must start at 1 so every runtime batch size has a defined "
+                      "schedule.")
+    return entries
 
 
 def _fail_pydantic(errors):
@@ -62,7 +117,8 @@ def validate(cfg, target, profile):
     """Return SpecSettings, or raise SimExit with vLLM's message."""
     version = version_tuple(profile.vllm_version)
     methods = METHODS_NEW if version >= (0, 11, 0) else METHODS_OLD
-    unknown = sorted(set(cfg) - KNOWN_KEYS)
+    known = KNOWN_KEYS if version >= (0, 32, 0) else KNOWN_KEYS - {SCHEDULE_KEY}
+    unknown = sorted(set(cfg) - known)
     if unknown:
         _fail_pydantic([(key, "Unexpected keyword argument", "unexpected_keyword_argument",
                          repr(cfg[key]), type(cfg[key]).__name__) for key in unknown])
@@ -106,7 +162,7 @@ def validate(cfg, target, profile):
         if k is None:
             _value_error("num_speculative_tokens must be provided with speculative model unless "
                          "the draft model config contains an n_predict parameter.", cfg)
-        return SpecSettings("ngram", None, k, profile.alpha(target, "ngram"))
+        return _scheduled(SpecSettings("ngram", None, k, profile.alpha(target, "ngram")), cfg)
 
     if method not in MODEL_METHODS:
         _value_error("Unsupported speculative method: '%s' (not modelled by the Jetson simulator)"
@@ -151,4 +207,11 @@ def validate(cfg, target, profile):
                 "RuntimeError: Error(s) in loading state_dict for Eagle3LlamaForCausalLM: "
                 "size mismatch: %s is not an EAGLE-3 head trained for %s (simulated check)"
                 % (draft.name, target.name)))
-    return SpecSettings(method, draft, k, profile.alpha(target, draft.name))
+    return _scheduled(SpecSettings(method, draft, k, profile.alpha(target, draft.name)), cfg)
+
+
+def _scheduled(settings, cfg):
+    """The batch-size schedule (vLLM 0.32's Dynamic SD), checked when the engine core starts."""
+    if SCHEDULE_KEY in cfg:
+        settings.schedule = validate_schedule(cfg[SCHEDULE_KEY])
+    return settings
