@@ -7,7 +7,9 @@ operator did:
   the next rollout reports the drift (rule drift.running_config), puts the recorded baseline back and says
   so, not "converged";
 - an API key added to the inventory (as the vault would): the next rollout finds the secrets file differs,
-  evaluates the host again and the server answers only with the key; the run after that is converged.
+  evaluates the host again and the server answers only with the key; the run after that is converged;
+- a halved context window started by hand, then the unit file put back without a restart: the running
+  process differs from the last good config, and the next rollout restarts vLLM on it.
 """
 import json
 import secrets
@@ -15,7 +17,7 @@ import subprocess
 
 import pytest
 
-from harness import assert_serving, assert_state, board, recap
+from harness import UNIT, assert_serving, assert_state, board, recap
 
 PREFIX = "specdec-dr-"
 HOST = "dr-agx"
@@ -45,7 +47,17 @@ def fleet(make_fleet):
     fleet.set_group_vars("all", vllm_server_api_key=fleet.key)  # what adding it to the vault does
     fleet.keyed = fleet.run("playbooks/rollout.yml", rollout_run_id="keyed")
     fleet.again = fleet.run("playbooks/rollout.yml", rollout_run_id="again")
+    # by hand: a halved context window started, then the unit file put back and reloaded, no restart
+    fleet.sh(HOST, "cp %(u)s /root/good.service && sed -i 's/--max-model-len 8192/--max-model-len 4096/' %(u)s && "
+                   "systemctl daemon-reload && systemctl restart vllm && cp /root/good.service %(u)s && "
+                   "systemctl daemon-reload" % {"u": UNIT}, check=True)
+    fleet.stale_process = process_argv(fleet)
+    fleet.process = fleet.run("playbooks/rollout.yml", rollout_run_id="process")
     return fleet
+
+
+def process_argv(fleet):
+    return fleet.sh(HOST, "tr '\\000' ' ' < /proc/$(systemctl show -p MainPID --value vllm)/cmdline").stdout
 
 
 def test_the_first_run_records_the_baseline_as_the_last_good_config(fleet):
@@ -95,3 +107,15 @@ def test_an_api_key_added_in_the_vault_is_applied_and_the_run_after_is_converged
     assert "drift.running_config" not in out, out[-4000:]
     assert fleet.report_rows("again")[HOST]["status"] == "unchanged"
     assert recap(out)[HOST]["changed"] == 0, out[-3000:]
+
+
+def test_a_process_started_from_another_unit_is_drift_and_restarted_on_the_last_good_config(fleet):
+    assert "--max-model-len 4096" in fleet.stale_process, fleet.stale_process  # the premise
+    rc, out, dummy = fleet.process
+    assert rc == 0, out[-4000:]
+    assert "the running vLLM process runs " in out and "not the last good config (baseline)" in out, out[-4000:]
+    assert "Load the unit on disk and restart vLLM" in out
+    now = process_argv(fleet)
+    assert "--max-model-len 8192" in now and "--speculative-config" not in now, now
+    assert models_with_key(fleet, fleet.key)
+    assert fleet.report_rows("process")[HOST]["status"] == "off"

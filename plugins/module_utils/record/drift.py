@@ -47,24 +47,25 @@ def _short(line, limit=160):
 
 
 def find_drift(state, running):
-    """Compare ``running`` with the last good config of ``state``; returns {findings, action, rule}.
+    """Compare ``running`` with the last good config of ``state``; returns {findings, action, rule, restart}.
 
     ``state``: the host's state (``rollout_state`` of ``jetson.specdec.rollout_state state=read``).
     ``running``: what the host has now - ``unit`` (the unit file's text, None when missing), ``trial``
     (the trial drop-in's text, None when there is none), ``need_daemon_reload`` (systemd has not loaded
-    the unit on disk), ``secrets_differ`` (the secrets file is not
-    what the inventory renders). Missing keys are not compared.
+    the unit on disk), ``process_argv`` (the running main process's argv, None or empty when none runs),
+    ``secrets_differ`` (the secrets file is not what the inventory renders). Missing keys are not compared.
 
     ``findings`` is a list of sentences (empty: no drift); ``action`` is ``reapply``, ``reevaluate``
-    or None. Only a converged host with a recorded argv is compared: anything else is evaluated anyway.
+    or None; ``restart``: what systemd runs is not the unit on disk, so putting the unit back is not
+    enough. Only a converged host with a recorded argv is compared: anything else is evaluated anyway.
     """
     if running is None:
         running = {}
     if not isinstance(running, dict):
-        raise DriftError("running must be a dict (unit, trial, need_daemon_reload, secrets_differ), got %s"
+        raise DriftError("running must be a dict (unit, trial, need_daemon_reload, process_argv, secrets_differ), got %s"
                          % type(running).__name__)
     state = state or {}
-    out = {"findings": [], "action": None, "rule": RULE}
+    out = {"findings": [], "action": None, "rule": RULE, "restart": False}
     status = state.get("status")
     last_good = state.get("last_good") or {}
     expected = _expected_exec(last_good)
@@ -85,15 +86,33 @@ def find_drift(state, running):
             if effective != expected:
                 findings.append("the unit runs %s, not the last good config (%s): %s"
                                 % (_short(effective or "no ExecStart="), kind, _short(expected)))
+    restart = False
     if running.get("need_daemon_reload"):
         findings.append("the unit on disk is not the one systemd runs (it was changed without a daemon-reload)")
+        restart = True
+    process = running.get("process_argv")
+    if process and not process_runs(process, last_good.get("argv")):
+        findings.append("the running vLLM process runs %s, not the last good config (%s)"
+                        % (_short(" ".join(str(a) for a in process)), kind))
+        restart = True
     unit_drift = bool(findings)
     if running.get("secrets_differ"):
         findings.append("the secrets file (API key, Hugging Face token) is not what the inventory (vault) sets now")
     if not findings:
         return out
+    out["restart"] = restart
     out["action"] = "reevaluate" if running.get("secrets_differ") or (unit_drift and kind == "candidate") else "reapply"
     return out
+
+
+def process_runs(process, argv):
+    """Whether a process's argv (``/proc/<pid>/cmdline``) runs ``argv``: the same list, or ``argv`` after an
+    interpreter (a console script such as ``/opt/vllm/bin/vllm`` runs as ``python3 /opt/vllm/bin/vllm ...``)."""
+    process = [str(a) for a in process or []]
+    argv = [str(a) for a in argv or []]
+    if not argv:
+        return True
+    return process == argv or (len(process) > len(argv) and process[-len(argv):] == argv)
 
 
 def describe(host, drift):

@@ -28,7 +28,7 @@ def test_a_host_running_its_last_good_config_has_no_drift(status):
     argv = SPEC if status == "kept" else BASE
     out = d.find_drift(state(status, argv, "candidate" if status == "kept" else "baseline"),
                        {"unit": unit(argv), "trial": None, "need_daemon_reload": False, "secrets_differ": False})
-    assert out == {"findings": [], "action": None, "rule": "drift.running_config"}
+    assert out == {"findings": [], "action": None, "rule": "drift.running_config", "restart": False}
     assert d.describe("h", out) == ""
 
 
@@ -62,7 +62,22 @@ def test_a_trial_left_over_a_converged_host_is_drift_even_with_the_same_launch()
 def test_a_missing_unit_and_an_unloaded_unit_are_drift():
     assert "the unit file is missing" in d.find_drift(state(), {"unit": None})["findings"][0]
     out = d.find_drift(state(), {"unit": unit(BASE), "need_daemon_reload": True})
-    assert out["action"] == "reapply" and "daemon-reload" in out["findings"][0]
+    assert out["action"] == "reapply" and "daemon-reload" in out["findings"][0] and out["restart"] is True
+
+
+@pytest.mark.parametrize("process, drifted", [
+    (BASE, False),  # the argv itself (a binary, the docker CLI of a container unit)
+    (["/opt/vllm/bin/python3"] + BASE, False),  # a console script: its interpreter first
+    (["python3"] + SPEC, True),  # speculating while the unit on disk is the baseline (no restart since)
+    (["python3"] + BASE[:-1] + ["4096"], True),
+    (BASE[1:], True),  # not the recorded program
+    (None, False), ([], False),  # nothing runs (starting, stopped): not compared
+])
+def test_the_running_process_is_compared_with_the_last_good_argv(process, drifted):
+    out = d.find_drift(state(), {"unit": unit(BASE), "trial": None, "process_argv": process})
+    assert (out["action"] == "reapply") is drifted and out["restart"] is drifted
+    if drifted:
+        assert out["findings"][0].startswith("the running vLLM process runs "), out
 
 
 def test_one_changed_argument_is_drift():
