@@ -18,6 +18,7 @@ corrects it:
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+from ansible_collections.jetson.specdec.plugins.module_utils.common.booleans import strict_bool
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.systemd import (
     SystemdQuoteError, systemd_command_line,
 )
@@ -65,6 +66,11 @@ def find_drift(state, running):
         raise DriftError("running must be a dict (unit, trial, need_daemon_reload, process_argv, secrets_differ), got %s"
                          % type(running).__name__)
     state = state or {}
+    try:
+        need_reload = strict_bool("running.need_daemon_reload", running.get("need_daemon_reload"))
+        secrets_differ = strict_bool("running.secrets_differ", running.get("secrets_differ"))
+    except ValueError as exc:
+        raise DriftError(str(exc))
     out = {"findings": [], "action": None, "rule": RULE, "restart": False}
     status = state.get("status")
     last_good = state.get("last_good") or {}
@@ -87,7 +93,7 @@ def find_drift(state, running):
                 findings.append("the unit runs %s, not the last good config (%s): %s"
                                 % (_short(effective or "no ExecStart="), kind, _short(expected)))
     restart = False
-    if running.get("need_daemon_reload"):
+    if need_reload:
         findings.append("the unit on disk is not the one systemd runs (it was changed without a daemon-reload)")
         restart = True
     process = running.get("process_argv")
@@ -96,12 +102,12 @@ def find_drift(state, running):
                         % (_short(" ".join(str(a) for a in process)), kind))
         restart = True
     unit_drift = bool(findings)
-    if running.get("secrets_differ"):
+    if secrets_differ:
         findings.append("the secrets file (API key, Hugging Face token) is not what the inventory (vault) sets now")
     if not findings:
         return out
     out["restart"] = restart
-    out["action"] = "reevaluate" if running.get("secrets_differ") or (unit_drift and kind == "candidate") else "reapply"
+    out["action"] = "reevaluate" if secrets_differ or (unit_drift and kind == "candidate") else "reapply"
     return out
 
 

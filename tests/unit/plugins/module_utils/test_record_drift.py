@@ -105,3 +105,10 @@ def test_what_is_not_read_is_not_compared():
 def test_bad_input_names_the_field():
     with pytest.raises(d.DriftError, match="running must be a dict"):
         d.find_drift(state(), ["unit"])
+
+
+def test_boolean_words_are_read_as_ansible_reads_them_and_other_words_are_refused():
+    assert d.find_drift(state(), {"unit": unit(BASE), "secrets_differ": "False", "need_daemon_reload": "no"})["action"] is None
+    assert d.find_drift(state(), {"unit": unit(BASE), "secrets_differ": "True"})["action"] == "reevaluate"
+    with pytest.raises(d.DriftError, match="running.secrets_differ must be a boolean"):
+        d.find_drift(state(), {"unit": unit(BASE), "secrets_differ": "maybe"})
