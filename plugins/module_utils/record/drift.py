@@ -90,16 +90,21 @@ def find_drift(state, running):
             if trial:
                 findings.append("a trial drop-in overrides the unit's launch (a converged host runs its unit's launch)")
             if effective != expected:
-                findings.append("the unit runs %s, not the last good config (%s): %s"
-                                % (_short(effective or "no ExecStart="), kind, _short(expected)))
+                findings.append("the unit runs a launch that is not the last good config (%s): %s"
+                                % (kind, difference((effective or "ExecStart=")[len("ExecStart="):].split(),
+                                                    expected[len("ExecStart="):].split())))
     restart = False
     if need_reload:
         findings.append("the unit on disk is not the one systemd runs (it was changed without a daemon-reload)")
         restart = True
     process = running.get("process_argv")
     if process and not process_runs(process, last_good.get("argv")):
-        findings.append("the running vLLM process runs %s, not the last good config (%s)"
-                        % (_short(" ".join(str(a) for a in process)), kind))
+        argv = [str(a) for a in last_good.get("argv")]
+        process = [str(a) for a in process]
+        if argv[0] in process:  # leave out the interpreter of a console script
+            process = process[process.index(argv[0]):]
+        findings.append("the running vLLM process runs a launch that is not the last good config (%s): %s"
+                        % (kind, difference(process, argv)))
         restart = True
     unit_drift = bool(findings)
     if secrets_differ:
@@ -109,6 +114,26 @@ def find_drift(state, running):
     out["restart"] = restart
     out["action"] = "reevaluate" if secrets_differ or (unit_drift and kind == "candidate") else "reapply"
     return out
+
+
+def difference(running, wanted):
+    """What ``running`` (a list of words) adds to ``wanted`` and what it drops, in their order, shortened."""
+    def minus(a, b):
+        left = list(b)
+        out = []
+        for word in a:
+            if word in left:
+                left.remove(word)
+            else:
+                out.append(word)
+        return out
+    added, dropped = minus(running, wanted), minus(wanted, running)
+    parts = []
+    if added:
+        parts.append("it adds %s" % _short(" ".join(added)))
+    if dropped:
+        parts.append("it drops %s" % _short(" ".join(dropped)))
+    return ", ".join(parts) or "the same words in another order"
 
 
 def process_runs(process, argv):

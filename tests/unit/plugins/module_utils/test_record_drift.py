@@ -37,6 +37,7 @@ def test_a_reverted_host_whose_unit_speculates_again_is_put_back():
     assert out["action"] == "reapply"
     assert len(out["findings"]) == 1 and "not the last good config (baseline)" in out["findings"][0]
     assert "--speculative-config" in out["findings"][0]
+    assert ": it adds --speculative-config " in out["findings"][0] and "it drops" not in out["findings"][0], out
     text = d.describe("agx-02", out)
     assert text.startswith("drift.running_config: agx-02 drifted") and "re-applied" in text
 
@@ -77,7 +78,8 @@ def test_the_running_process_is_compared_with_the_last_good_argv(process, drifte
     out = d.find_drift(state(), {"unit": unit(BASE), "trial": None, "process_argv": process})
     assert (out["action"] == "reapply") is drifted and out["restart"] is drifted
     if drifted:
-        assert out["findings"][0].startswith("the running vLLM process runs "), out
+        assert out["findings"][0].startswith("the running vLLM process runs a launch that is not the last good config"), out
+        assert "python3" not in out["findings"][0]  # the interpreter is no difference
 
 
 def test_one_changed_argument_is_drift():
@@ -112,3 +114,10 @@ def test_boolean_words_are_read_as_ansible_reads_them_and_other_words_are_refuse
     assert d.find_drift(state(), {"unit": unit(BASE), "secrets_differ": "True"})["action"] == "reevaluate"
     with pytest.raises(d.DriftError, match="running.secrets_differ must be a boolean"):
         d.find_drift(state(), {"unit": unit(BASE), "secrets_differ": "maybe"})
+
+
+def test_a_changed_value_is_named_as_added_and_dropped():
+    changed = list(BASE)
+    changed[-1] = "4096"
+    finding = d.find_drift(state(), {"unit": unit(changed)})["findings"][0]
+    assert finding.endswith(": it adds 4096, it drops 8192"), finding
