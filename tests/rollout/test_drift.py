@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from harness import UNIT, assert_serving, assert_state, board, recap
+from harness import UNIT, board, recap
 
 PREFIX = "specdec-dr-"
 HOST = "dr-agx"
@@ -43,6 +43,10 @@ def fleet(make_fleet):
     fleet.deployed_speculative = fleet.speculative(HOST)
     fleet.dry = fleet.run("playbooks/rollout.yml", "--check", rollout_run_id="dry")
     fleet.drift = fleet.run("playbooks/rollout.yml", rollout_run_id="drift")
+    # what the drift run left (the runs below change the host again)
+    fleet.after_drift = {"state": fleet.state(HOST), "speculative": fleet.speculative(HOST), "unit": fleet.unit(HOST),
+                         "trial": fleet.trial(HOST), "lock_held": fleet.lock_held(HOST), "models": fleet.models(HOST),
+                         "need_reload": fleet.sh(HOST, "systemctl show -p NeedDaemonReload --value vllm").stdout.strip()}
     fleet.key = secrets.token_hex(16)
     fleet.set_group_vars("all", vllm_server_api_key=fleet.key)  # what adding it to the vault does
     fleet.keyed = fleet.run("playbooks/rollout.yml", rollout_run_id="keyed")
@@ -87,12 +91,16 @@ def test_a_deploy_behind_the_rollouts_back_is_drift_reported_and_corrected(fleet
     record = [e["record"] for e in fleet.report("drift")["hosts"] if e["row"]["host"] == HOST][0]
     assert record["status"] == "off" and record["drift"]["corrected"] is True, record
     assert record["reasons"][0].startswith("Drift corrected: drift.running_config"), record["reasons"]
-    state = assert_state(fleet, HOST, "off")
+    after = fleet.after_drift
+    state = after["state"]
+    assert state["status"] == "off" and not after["lock_held"], state
     assert state["last_good"] == fleet.recorded["last_good"]
     assert state["info"]["drift_corrected"]["run_id"] == "drift", state["info"]
-    assert_serving(fleet, HOST, speculative=False)
-    unit_exec = [line for line in fleet.unit(HOST).splitlines() if line.startswith("ExecStart=")][-1]
-    assert "--max-model-len 8192" in unit_exec, unit_exec  # the group's baseline, as recorded
+    # the recorded baseline runs from the unit, loaded, serving (assert_serving, as it was then)
+    assert not after["speculative"] and after["trial"] == "" and after["need_reload"] == "no", after
+    assert after["models"], "/v1/models does not answer after the correction"
+    unit_exec = [line for line in after["unit"].splitlines() if line.startswith("ExecStart=")][-1]
+    assert "--max-model-len 8192" in unit_exec and "--speculative-config" not in unit_exec, unit_exec
 
 
 def test_an_api_key_added_in_the_vault_is_applied_and_the_run_after_is_converged(fleet):
