@@ -9,6 +9,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data import plain
+from ansible_collections.jetson.specdec.plugins.module_utils.record import drift as running_drift
 from ansible_collections.jetson.specdec.plugins.module_utils.record import holder as lock_holder
 from ansible_collections.jetson.specdec.plugins.module_utils.record import record as rec
 
@@ -18,6 +19,7 @@ EVENTS = {
     "lock_broken": rec.lock_broken,
     "locked": rec.locked,
     "touched": rec.touched,
+    "drift_corrected": rec.drift_corrected,
     "bench": rec.bench,
     "attempt": rec.add_attempt,
     "k_tuned": rec.k_tuned,
@@ -101,6 +103,16 @@ def rollout_stored_acceptance(state_b64):
     return rec.stored_acceptance(text)
 
 
+def rollout_drift(state, running, host=""):
+    """{findings, action, rule, message}: what runs on a converged host compared with its last good config."""
+    try:
+        out = running_drift.find_drift(plain(state) if state else None, plain(running) if running else None)
+    except running_drift.DriftError as exc:
+        raise AnsibleFilterError("jetson.specdec.rollout_drift: %s" % exc)
+    out["message"] = running_drift.describe(str(host), out)
+    return out
+
+
 class FilterModule(object):
     """Record filters of jetson.specdec."""
 
@@ -109,4 +121,5 @@ class FilterModule(object):
                 "rollout_verdict": rollout_verdict, "rollout_ladder": rollout_ladder,
                 "rollout_state_outcome": rollout_state_outcome,
                 "rollout_rounds": rollout_rounds, "rollout_stored_acceptance": rollout_stored_acceptance,
-                "rollout_controller_id": rollout_controller_id, "rollout_lock_holder_gone": rollout_lock_holder_gone}
+                "rollout_controller_id": rollout_controller_id, "rollout_lock_holder_gone": rollout_lock_holder_gone,
+                "rollout_drift": rollout_drift}

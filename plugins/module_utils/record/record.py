@@ -64,8 +64,12 @@ def bench_result(result):
     return dict((k, v) for k, v in (result or {}).items() if k in BENCH_KEYS)
 
 
+def _drifted(drift):
+    return bool(drift and drift.get("action"))
+
+
 def from_stored(record, stored, check_mode=False, refusal="", launch=None, settings=None, wave_key=None,
-                wave_percent=100, policy_off=""):
+                wave_percent=100, policy_off="", drift=None):
     """The record after reading the host's state: unchanged, held (outside this run's wave),
     planned (check mode) or queued.
 
@@ -76,6 +80,8 @@ def from_stored(record, stored, check_mode=False, refusal="", launch=None, setti
     ``wave_key`` and ``wave_percent``: the staged rollout (record/wave.py); a host that needs a
     rollout outside the wave is ``held`` and left as it is. ``policy_off``: why the inventory turns
     speculation off on this host ("" when it does not); a real run would only apply the baseline.
+    ``drift`` (jetson.specdec.rollout_drift): what runs on a converged host differs from its last good
+    config; the host is queued (never unchanged) to put the recorded config back or to be evaluated again.
     """
     try:
         in_wave = wave(wave_key, wave_percent) if wave_key is not None else None
@@ -88,7 +94,14 @@ def from_stored(record, stored, check_mode=False, refusal="", launch=None, setti
     info = state.get("info") or {}
     benchmarks = state.get("benchmarks") or {}
     reason = stored.get("needs_rollout_reason")
+    needs = bool(stored.get("needs_rollout"))
     out["previous_status"] = state.get("status")
+    if not needs and _drifted(drift):
+        needs = True
+        reason = drift.get("message") or "; ".join(drift.get("findings") or []) or "drift"
+        out["drift"] = {"findings": list(drift.get("findings") or []), "action": drift.get("action"),
+                        "rule": drift.get("rule")}
+        out["warnings"] = list(out.get("warnings") or []) + [reason]
     # The plan's warnings (k above the board's start, an uncompared vocabulary, ...) reach the console
     # summary and the report through the record, not only the -v output of the preflight.
     inputs = roofline_inputs(launch)
@@ -99,7 +112,7 @@ def from_stored(record, stored, check_mode=False, refusal="", launch=None, setti
     plan_warnings = launch_warnings(launch)
     if plan_warnings:
         out["warnings"] = [w for w in out.get("warnings") or [] if w not in plan_warnings] + plan_warnings
-    if not stored.get("needs_rollout"):
+    if not needs:
         out.update(status="unchanged", verdict=state.get("verdict"), baseline=benchmarks.get("baseline"),
                    candidate=benchmarks.get("candidate"), rounds=benchmarks.get("rounds") or [],
                    config_after=info.get("config_after"), decided_at=state.get("updated_at"),
@@ -110,6 +123,8 @@ def from_stored(record, stored, check_mode=False, refusal="", launch=None, setti
     elif check_mode:
         # A rollout cannot be simulated (it needs two live benchmarks), so check mode only says what it would do.
         plan = dry_run_plan(launch, settings, refusal, policy_off)
+        if (out.get("drift") or {}).get("action") == "reapply":
+            plan["line"] = "put back the last good config (%s), without a benchmark" % (info.get("config_after") or "baseline")
         out.update(status="planned", config_after=info.get("config_after"), plan=plan,
                    reasons=["check mode: a real run would %s (%s)" % (plan["line"], reason)]
                    + ([policy_off] if policy_off else [refusal] if refusal else []))
@@ -223,16 +238,39 @@ def lock_broken(record, lock):
     return out
 
 
-def locked(record, lock, stored, refusal="", policy_off=""):
+def locked(record, lock, stored, refusal="", policy_off="", drift=None):
     """Under the lock, the state read again: the lock this run broke (if any), and a host another
     run converged in the meantime (unchanged), one the inventory turns off (off) or one whose
-    speculation is refused."""
+    speculation is refused. A converged host that drifted (``drift`` action reapply) stays queued:
+    the run puts its recorded config back (``drift_corrected``)."""
     out = lock_broken(record, lock)
     if not stored.get("needs_rollout"):
+        if (drift or {}).get("action") == "reapply":
+            return out
         return from_stored(out, stored)
     if policy_off:
         return off_by_policy(out, policy_off)
     return refused(out, refusal) if refusal else out
+
+
+def drift_corrected(record, stored, drift):
+    """A converged host whose recorded config was put back (drift, action reapply): its recorded
+    outcome again, with what differed as a warning and the reason."""
+    state = (stored or {}).get("rollout_state") or {}
+    info = state.get("info") or {}
+    benchmarks = state.get("benchmarks") or {}
+    verdict = state.get("verdict") or {}
+    message = (drift or {}).get("message") or "; ".join((drift or {}).get("findings") or []) or "drift"
+    out = _copy(record)
+    out.update(status=state.get("status") or "reverted", verdict=verdict, baseline=benchmarks.get("baseline"),
+               candidate=benchmarks.get("candidate"), rounds=benchmarks.get("rounds") or [],
+               config_after=info.get("config_after") or "baseline", simulated=bool(info.get("simulated", False)),
+               reasons=["Drift corrected: %s" % message] + list(verdict.get("reasons") or []),
+               drift=dict((k, (drift or {}).get(k)) for k in ("findings", "action", "rule")))
+    out["drift"]["corrected"] = True
+    if message not in (out.get("warnings") or []):
+        out["warnings"] = list(out.get("warnings") or []) + [message]
+    return out
 
 
 def touched(record, stored):

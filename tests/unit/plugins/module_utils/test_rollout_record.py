@@ -438,3 +438,37 @@ def test_the_off_event_of_the_filter():
     filters = FilterModule().filters()
     out = filters["rollout_record"]({"host": "h"}, "off", POLICY)
     assert out["status"] == "off" and out["reasons"] == [POLICY]
+
+
+DRIFT = {"findings": ["the unit runs X, not the last good config (baseline): Y"], "action": "reapply",
+         "rule": "drift.running_config", "message": "drift.running_config: h drifted from its last good config: ..."}
+
+
+def test_a_converged_host_that_drifted_is_queued_never_unchanged_and_says_why():
+    out = rec.from_stored(rec.new_record("h", "run", JETSON), stored(False, "reverted", reason="converged"), drift=DRIFT)
+    assert out["status"] == "queued"
+    assert DRIFT["message"] in out["reasons"][0] and DRIFT["message"] in out["warnings"]
+    assert out["drift"] == {"findings": DRIFT["findings"], "action": "reapply", "rule": "drift.running_config"}
+    # no drift (action None): unchanged as before
+    same = rec.from_stored(rec.new_record("h", "run", JETSON), stored(False, reason="converged"),
+                           drift={"findings": [], "action": None, "message": ""})
+    assert same["status"] == "unchanged" and "drift" not in same
+
+
+def test_check_mode_says_a_drifted_baseline_host_would_get_its_config_back_without_a_benchmark():
+    out = rec.from_stored(rec.new_record("h", "run", JETSON), stored(False, "reverted", reason="converged"), True,
+                          drift=DRIFT)
+    assert out["status"] == "planned"
+    assert out["plan"]["line"].startswith("put back the last good config"), out["plan"]
+
+
+def test_under_the_lock_a_drifted_host_stays_queued_and_is_then_recorded_as_corrected():
+    record = rec.from_stored(rec.new_record("h", "run", JETSON), stored(False, "reverted", reason="converged"), drift=DRIFT)
+    locked = rec.locked(record, None, stored(False, "reverted", reason="converged"), drift=DRIFT)
+    assert locked["status"] == "queued"
+    # without drift, a host converged meanwhile is unchanged
+    assert rec.locked(record, None, stored(False, "reverted", reason="converged"))["status"] == "unchanged"
+    done = rec.drift_corrected(locked, stored(False, "reverted"), DRIFT)
+    assert done["status"] == "reverted" and done["drift"]["corrected"] is True
+    assert done["reasons"][0] == "Drift corrected: " + DRIFT["message"]
+    assert done["warnings"].count(DRIFT["message"]) == 1
