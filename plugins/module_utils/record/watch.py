@@ -338,6 +338,8 @@ def families(result, timestamp=None):
         ("jetson_specdec_watch_tpot_seconds", "Mean time per output token over the watch window (observed), the kept "
          "candidate's and the baseline's median at the compared concurrency (board time on a simulated board).",
          "gauge", tpot),
+        ("jetson_specdec_watch_ttft_seconds", "Mean time to first token over the watch window (board time on a "
+         "simulated board).", "gauge", [([], obs["ttft_s"])] if obs.get("ttft_s") is not None else []),
         ("jetson_specdec_watch_requests", "Finished requests in the watch window.", "gauge",
          [([], obs["requests"])] if obs.get("requests") is not None else []),
         ("jetson_specdec_watch_window_seconds", "Length of the watch window.", "gauge",
@@ -345,7 +347,4 @@ def families(result, timestamp=None):
         ("jetson_specdec_watch_last_run_timestamp_seconds", "Unix time the last watch of this host ended.", "gauge",
          [([], timestamp)] if timestamp is not None else []),
     ]
-    if obs.get("ttft_s") is not None:
-        out.insert(5, ("jetson_specdec_watch_ttft_seconds", "Mean time to first token over the watch window (board "
-                       "time on a simulated board).", "gauge", [([], obs["ttft_s"])]))
     return out
