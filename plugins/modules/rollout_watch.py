@@ -131,10 +131,7 @@ import datetime
 import os
 import time
 
-try:
-    from urllib.request import urlopen
-except ImportError:  # pragma: no cover
-    from urllib2 import urlopen  # noqa
+from urllib.request import urlopen
 
 from ansible.module_utils.basic import AnsibleModule
 
