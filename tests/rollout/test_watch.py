@@ -29,7 +29,7 @@ BOARDS = [
     board("watch-steady", "thor-01", hostvars=EASY_KEEP, prompt_acceptance=FOLLOWS_PROMPTS),
 ]
 WATCH_PROM = "/var/lib/node_exporter/textfile_collector/jetson_specdec_watch.prom"
-WINDOW = 10
+WINDOW = 6
 # The window's traffic is a few dozen short requests: lower bars than a real fleet's defaults.
 WATCH = {"rollout_watch_window": WINDOW, "rollout_watch_min_requests": 5, "rollout_watch_min_draft_tokens": 50}
 
@@ -147,6 +147,21 @@ def test_the_revert_action_reverts_the_drifted_host_and_a_quiet_host_is_not_judg
     assert "watch-steady: not_enough_traffic. Not enough traffic: 0 finished requests" in out
     assert fleet.state("watch-steady")["status"] == "kept"
     assert_serving(fleet, "watch-steady", speculative=True)
+
+
+def test_the_reevaluate_action_marks_the_drifted_host_for_the_next_rollout(fleet):
+    traffic = serve_traffic(fleet, "watch-steady", MARKER, WINDOW + 15)
+    time.sleep(3)
+    rc, out, dummy = fleet.run("playbooks/watch.yml", "-l", "watch-steady", rollout_watch_action="reevaluate", **WATCH)
+    finish(traffic)
+    assert rc == 0, out[-4000:]
+    state = assert_state(fleet, "watch-steady", "kept")  # still kept, lock released
+    mark = state["info"]["watch_reevaluate"]
+    assert mark["reason"].startswith("Acceptance drifted:"), mark
+    kept = prom(fleet, "watch-steady")['jetson_specdec_watch_acceptance_rate{source="kept"}']
+    assert mark["observed"]["acceptance"] < 0.5 * kept, (mark, kept)
+    assert state["info"]["family"] and state["info"]["model"]  # the rest of info is kept
+    assert_serving(fleet, "watch-steady", speculative=True)  # marked, not touched
 
 
 def test_a_host_no_longer_kept_has_nothing_to_watch(fleet):
