@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from ansible_collections.jetson.specdec.plugins.module_utils.record import textfile
+from ansible_collections.jetson.specdec.plugins.module_utils.record import watch
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 DASHBOARD = os.path.join(ROOT, "dashboards", "jetson-specdec.json")
@@ -49,11 +50,31 @@ HOSTS = {
 }
 
 
+def _watched(state, acceptance):
+    """The watch's textfile (jetson_specdec_watch.prom) of a host after a window that accepted ``acceptance``."""
+    obs = {"window_s": 60.0, "requests": 40, "speculating": True, "draft_tokens": 1000,
+           "accepted_tokens": int(1000 * acceptance), "acceptance": acceptance, "per_position": [0.4, 0.2],
+           "tpot_s": 0.03, "ttft_s": 0.2, "mean_concurrency": 1.0, "restarted": False}
+    result = watch.judge(watch.evidence(state), obs, watch.validate_params({}))
+    return textfile.render_families(watch.families(result, timestamp=1764583200))
+
+
+# The last watch of each watched host: thor-01 (kept on 0.7) drifted to 0.2, agx-02 drifted before it was reverted.
+WATCHED = {"thor-01:9100": 0.2, "agx-02:9100": 0.1}
+
+
+def _texts():
+    for instance, state in HOSTS.items():
+        yield instance, textfile.render(state)
+        if instance in WATCHED:
+            yield instance, _watched(state, WATCHED[instance])
+
+
 def _series():
     """Input series for promtool: every sample the textfiles hold, with the labels Prometheus adds."""
     out = []
-    for instance, state in HOSTS.items():
-        for name, labels, value in _samples(textfile.render(state)):
+    for instance, text in _texts():
+        for name, labels, value in _samples(text):
             labels = dict(labels, instance=instance, job="node")
             out.append({"series": "%s{%s}" % (name, ",".join('%s="%s"' % kv for kv in sorted(labels.items()))),
                         "values": "%sx10" % value})
@@ -90,6 +111,7 @@ EXPECTED = {
     "Simulated hosts": [("{}", 1)],
     "Pull-mode runs failing": [("{}", 0)],  # none failing: 0, not "No data"
     "vLLM draft acceptance (live, 5 min rate)": [('{instance="thor-01:8000"}', 0.6)],
+    "Kept hosts drifted (last watch)": [("{}", 1)],  # thor-01; agx-02 is no longer kept
 }
 
 
@@ -122,6 +144,11 @@ def test_every_panel_answers_what_the_written_metrics_say(tmp_path):
     checks.append({"expr": exprs["vLLM acceptance per draft position (live, 5 min rate)"], "eval_time": "5m",
                    "exp_samples": [{"labels": '{instance="thor-01:8000",position="%s"}' % pos, "value": value}
                                    for pos, value in (("0", 0.8), ("1", 0.5))]})
+    checks.append({"expr": exprs["Watch: acceptance over the window (observed) and when kept"]
+                   + ' and on (instance) jetson_specdec_info{status="kept"}', "eval_time": "5m", "exp_samples": [
+                       {"labels": '{__name__="jetson_specdec_watch_acceptance_rate",instance="thor-01:9100",job="node",'
+                                  'source="%s"}' % source, "value": value}
+                       for source, value in (("kept", 0.7), ("observed", 0.2))]})
     result = _run_promtool(tmp_path, tests)
     assert result.returncode == 0, result.stdout + result.stderr
 
@@ -136,7 +163,7 @@ def test_a_count_without_its_fallback_would_show_no_data(tmp_path):
 
 
 def test_the_rendered_metrics_pass_promtool_check_metrics():
-    for state in HOSTS.values():
-        result = subprocess.run([PROMTOOL, "check", "metrics"], input=textfile.render(state), capture_output=True,
+    for dummy, text in _texts():
+        result = subprocess.run([PROMTOOL, "check", "metrics"], input=text, capture_output=True,
                                 text=True, timeout=60, check=False)
         assert result.returncode == 0 and not (result.stdout + result.stderr).strip(), result.stdout + result.stderr

@@ -3,6 +3,7 @@ import json
 import os
 import re
 
+from ansible_collections.jetson.specdec.plugins.module_utils.record import watch
 from ansible_collections.jetson.specdec.plugins.module_utils.record.textfile import build_families
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -23,6 +24,7 @@ def _queries(dashboard):
 
 def _written():
     names = {family[0] for family in build_families({})}
+    names |= {family[0] for family in watch.families({"status": "steady"})}  # jetson_specdec_watch.prom
     with open(PULL_SCRIPT, encoding="utf-8") as handle:
         names |= set(re.findall(r"^# TYPE (jetson_specdec_[a-z0-9_]+) ", handle.read(), re.M))
     return names

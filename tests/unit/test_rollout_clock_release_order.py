@@ -30,7 +30,10 @@ def actions(tasks):
             continue
         module = next((k for k in task if k.startswith(("jetson.", "ansible."))), None)
         when = task.get("when")
-        out.append((module, task.get(module) or {}, " and ".join(when) if isinstance(when, list) else str(when or "")))
+        args = task.get(module) or {}
+        if not isinstance(args, dict):  # a free-form argument (ansible.builtin.meta: end_host)
+            args = {"_raw": args}
+        out.append((module, args, " and ".join(when) if isinstance(when, list) else str(when or "")))
     return out
 
 

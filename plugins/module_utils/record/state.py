@@ -243,6 +243,12 @@ def needs_rollout(state, new_hash, force=False):
         return True, "only a baseline was recorded; the candidate has not been judged"
     if old_hash != new_hash:
         return True, "the candidate config changed (%s → %s)" % (_short(old_hash), _short(new_hash))
+    mark = (state.get("info") or {}).get("watch_reevaluate") if isinstance(state.get("info"), dict) else None
+    if status == "kept" and mark:
+        # jetson.specdec.watch with rollout_watch_action=reevaluate; the rollout's pending write replaces info
+        reason = mark.get("reason") if isinstance(mark, dict) else None
+        return True, "the watch found the kept config drifted%s; re-evaluating it" % (
+            " (%s)" % reason if reason else "")
     return False, "converged: already %s for config %s" % (status, _short(new_hash))
 
 

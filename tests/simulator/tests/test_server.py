@@ -164,3 +164,40 @@ def test_spec_metrics_count_drafts_and_acceptance(speculative):
     # Several tokens per chunk: mean acceptance length for alpha=0.7, k=3 is about 2.5.
     assert 2.0 < 1 + accepted / drafts < 3.0
     assert values["vllm:generation_tokens_total" + labels] == 200
+
+
+def _acceptance(base, prompt, requests=6):
+    """Acceptance rate (accepted / draft tokens) of `requests` completions of `prompt`, from /metrics."""
+    def counts():
+        values = {}
+        for line in metric_lines(base):
+            if line.startswith("vllm:spec_decode_num_") and "_total{" in line and "position" not in line:
+                name, value = line.rsplit(" ", 1)
+                values[name.split("{")[0]] = float(value)
+        return values
+    before = counts()
+    for dummy in range(requests):
+        post_stream(base, "/v1/completions", {"model": "llama8b", "prompt": prompt, "max_tokens": 100,
+                                              "ignore_eos": True, "stream": True})
+    after = counts()
+    accepted = after["vllm:spec_decode_num_accepted_tokens_total"] - before["vllm:spec_decode_num_accepted_tokens_total"]
+    drafted = after["vllm:spec_decode_num_draft_tokens_total"] - before["vllm:spec_decode_num_draft_tokens_total"]
+    return accepted / drafted
+
+
+def test_acceptance_follows_the_prompts_with_prompt_acceptance(profile_file, start_server):
+    server = start_server(profile_file(prompt_acceptance=[{"contains": "novel topic", "scale": 0.2}]),
+                          extra=["--speculative-config", EAGLE_K3, "--served-model-name", "llama8b"])
+    usual = _acceptance(server.base, "summarise the log")
+    novel = _acceptance(server.base, "a novel topic nobody asked before")
+    # alpha 0.7 per position at k=3 gives about 0.6; scaled by 0.2 (0.14 per position) about 0.05
+    assert usual > 0.45 and novel < 0.15, (usual, novel)
+
+
+@pytest.mark.parametrize("bad", [{"contains": "", "scale": 0.5}, {"contains": "x", "scale": -1},
+                                 {"contains": "x", "scale": True}, {"contains": "x"}, "x"])
+def test_a_bad_prompt_acceptance_stops_the_start_with_a_plain_message(profile_file, bad):
+    from conftest import run_vllm
+    proc = run_vllm(["serve", LLAMA_W4], profile_file(prompt_acceptance=[bad]))
+    assert proc.returncode != 0
+    assert "prompt_acceptance must be a list of" in proc.stderr + proc.stdout, proc.stderr

@@ -107,6 +107,7 @@ class Request(object):
         self.token_seed = rid  # the server sets it from the prompt: the same prompt, the same answer
         self.garble_from = None  # fault `garble`: the answer's tokens from this position on are wrong
         self.accept_scale = 1.0  # per-request acceptance variation (noise.Noise)
+        self.prompt_accept_scale = 1.0  # what the prompt does to acceptance (profile prompt_acceptance)
 
     def limit(self):
         if self.eos_after is not None and self.eos_after < self.max_tokens:
@@ -195,7 +196,7 @@ class Engine(object):
             self.free_blocks -= req.blocks
             req.scheduled = self.clock.now()
             self.noise.admit()
-            req.accept_scale = self.noise.acceptance_scale()
+            req.accept_scale = self.noise.acceptance_scale() * req.prompt_accept_scale
             self.running.append(req)
 
     def plan(self):

@@ -27,6 +27,9 @@ _DEFAULTS = {
     "natural_output_tokens": 256,
     "default_alpha": 0.1,
     "acceptance": [],
+    # [{"contains": <text>, "scale": <factor>}]: a prompt containing the text scales every acceptance
+    # probability of its request by the factor (the first rule that matches); acceptance follows the traffic
+    "prompt_acceptance": [],
     "faults": {},
     "noise": {},
     "block_size": 16,
@@ -90,6 +93,13 @@ class Profile(object):
                 raise ProfileError("profile %s: noise_preset %r is not one of its noise_presets (%s)"
                                    % (path, preset, ", ".join(sorted(presets)) or "none"))
             self.noise = dict(presets[preset])
+        rules = merged.get("prompt_acceptance")
+        if not isinstance(rules, list) or not all(
+                isinstance(r, dict) and isinstance(r.get("contains"), str) and r["contains"]
+                and isinstance(r.get("scale"), (int, float)) and not isinstance(r.get("scale"), bool)
+                and r["scale"] >= 0 for r in rules):
+            raise ProfileError("profile %s: prompt_acceptance must be a list of {\"contains\": <non-empty text>, "
+                               "\"scale\": <number >= 0>}, got %r" % (path, rules))
         self.time_scale = float(self.time_scale)
         if self.time_scale <= 0:
             raise ProfileError("time_scale must be > 0")
@@ -127,6 +137,13 @@ class Profile(object):
                     return [float(a) for a in curve]
                 return float(entry["alpha"])
         return float(self.default_alpha)
+
+    def prompt_acceptance_scale(self, text):
+        """The factor the profile's prompt_acceptance gives a prompt's acceptance (1.0 when no rule matches)."""
+        for rule in self.prompt_acceptance or []:
+            if rule.get("contains") and rule["contains"] in (text or ""):
+                return float(rule.get("scale", 1.0))
+        return 1.0
 
     def faults_for(self, speculative):
         """Fault settings that apply to this start (scoped by `when`)."""

@@ -37,6 +37,22 @@ def garble_start(seed, garble):
     return 1 + (seed // 1000) % 3
 
 
+def prompt_text(prompt):
+    """The text of a prompt (a string, chat messages or token ids) that prompt_acceptance rules match."""
+    if isinstance(prompt, str):
+        return prompt
+    if isinstance(prompt, list):
+        parts = []
+        for item in prompt:
+            if isinstance(item, dict):
+                content = item.get("content")
+                parts.append(content if isinstance(content, str) else json.dumps(content))
+            elif isinstance(item, str):
+                parts.append(item)
+        return "\n".join(parts)
+    return ""
+
+
 def count_text_tokens(text):
     """Deterministic stand-in tokenizer: about four characters per token."""
     return max(1, int(math.ceil(len(text) / 4.0)))
@@ -261,7 +277,8 @@ class Handler(BaseHTTPRequestHandler):
         chat = path == "/v1/chat/completions"
         try:
             prompts = self._prompts(body, chat)
-            self._generate(body, chat, prompts, self._prompt_seeds(body, chat, len(prompts)))
+            self._generate(body, chat, prompts, self._prompt_seeds(body, chat, len(prompts)),
+                           self._prompt_texts(body, chat, len(prompts)))
         except ApiError as err:
             self._error(err)
 
@@ -303,7 +320,17 @@ class Handler(BaseHTTPRequestHandler):
             return [prompt_seed(p) for p in prompt]
         return [prompt_seed(prompt)] * count
 
-    def _generate(self, body, chat, prompts, seeds=None):
+    @staticmethod
+    def _prompt_texts(body, chat, count):
+        """The text of each prompt of the request (what the profile's prompt_acceptance matches)."""
+        if chat:
+            return [prompt_text(body.get("messages"))]
+        prompt = body.get("prompt")
+        if isinstance(prompt, list) and prompt and not all(isinstance(t, int) for t in prompt):
+            return [prompt_text(p) for p in prompt]
+        return [prompt_text(prompt)] * count
+
+    def _generate(self, body, chat, prompts, seeds=None, texts=None):
         sim = self.sim
         max_tokens = body.get("max_completion_tokens") if chat else None
         if max_tokens is None:
@@ -331,6 +358,9 @@ class Handler(BaseHTTPRequestHandler):
                 # only a speculating server garbles (a lossy speculative config)
                 if sim.spec is not None:
                     req.garble_from = garble_start(seeds[idx], sim.faults.get("garble"))
+            if texts:
+                # acceptance follows the prompts, as it does on real vLLM (prompt_acceptance in the profile)
+                req.prompt_accept_scale = sim.profile.prompt_acceptance_scale(texts[idx])
             reqs.append(req)
         for req in reqs:
             sim.engine.add(req)

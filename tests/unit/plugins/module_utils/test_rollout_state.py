@@ -39,6 +39,12 @@ def test_config_hash_is_canonical():
     ({"status": "kept", "config_hash": "h1"}, "h1", True, True, "forced"),
     ({"status": "failed", "config_hash": "h1", "error": "OOM"}, "h1", False, True, "OOM"),
     ({"status": "baseline", "config_hash": None}, "h1", False, True, "only a baseline"),
+    # jetson.specdec.watch with rollout_watch_action=reevaluate marks a drifted kept host
+    ({"status": "kept", "config_hash": "h1", "info": {"watch_reevaluate": {"reason": "acceptance 20% (kept on 60%)"}}},
+     "h1", False, True, "the watch found the kept config drifted (acceptance 20% (kept on 60%)); re-evaluating"),
+    ({"status": "kept", "config_hash": "h1", "info": {"watch_reevaluate": None}}, "h1", False, False, "converged"),
+    ({"status": "reverted", "config_hash": "h1", "info": {"watch_reevaluate": {"reason": "x"}}}, "h1", False, False,
+     "converged: already reverted"),
 ])
 def test_needs_rollout(state, new_hash, force, expected, needle):
     needed, reason = rs.needs_rollout(state, new_hash, force)
