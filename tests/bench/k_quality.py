@@ -100,8 +100,8 @@ def expected_length(curve, k):
 
 
 SCALE_SD = 0.1  # per request: a prompt is easier or harder to draft for
-SCALES = [math.exp(SCALE_SD * z) for z in (-1.863, -1.318, -0.954, -0.674, -0.430, -0.210, 0.0, 0.210, 0.430,
-                                          0.674, 0.954, 1.318, 1.863)]  # normal quantiles, equal weights
+NORMAL_QUANTILES = (-1.863, -1.318, -0.954, -0.674, -0.430, -0.210, 0.0, 0.210, 0.430, 0.674, 0.954, 1.318, 1.863)
+SCALES = [math.exp(SCALE_SD * z) for z in NORMAL_QUANTILES]  # normal quantiles, equal weights
 
 
 class Synthetic(object):
@@ -127,7 +127,7 @@ class Synthetic(object):
         clock = math.exp(rng.gauss(0.0, round_cv))
         step = (T_BASE + (self.cost(k) if k else 0.0)) * clock
         drafts, per_pos, tpots, emitted = 0, [0] * k, [], 0
-        for _ in range(self.requests):
+        for _request in range(self.requests):
             scale = math.exp(rng.gauss(0.0, SCALE_SD))
             curve = [min(0.99, a * scale) for a in self.curve]
             done, steps = 1, 0  # the first token comes from the prefill
@@ -267,7 +267,7 @@ SCENARIOS = (  # name, cost kind, method, requests per round, tokens per request
 
 def run_synthetic(name, kind, method, requests, tokens, cases, rng, round_cv):
     out = []
-    for _ in range(cases):
+    for _case in range(cases):
         kind_i = kind or rng.choice(("linear", "knee", "nonlinear"))
         method_i = method if name != "noisy counters" else rng.choice(("eagle3", "ngram"))
         case = Synthetic(rng, kind_i, method_i, requests or rng.randint(4, 6), tokens or rng.randint(32, 64))

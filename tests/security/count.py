@@ -312,8 +312,8 @@ def collect():
     finally:
         os.unlink(path)
     if data["rc"] != 0:
-        raise SystemExit("pytest could not collect the tests (rc %s):\n%s%s" % (data["rc"], proc.stdout[-3000:],
-                                                                                 proc.stderr[-3000:]))
+        raise SystemExit("pytest could not collect the tests (rc %s):\n%s%s" % (
+            data["rc"], proc.stdout[-3000:], proc.stderr[-3000:]))
     return data["items"]
 
 
@@ -328,8 +328,8 @@ def in_ci(item):
 
 
 def _nodes(items, ref):
-    found = [item for item in items if item["nodeid"] == ref or item["nodeid"].startswith(ref if "[" in ref
-                                                                                              else ref + "[")
+    prefix = ref if "[" in ref else ref + "["
+    found = [item for item in items if item["nodeid"] == ref or item["nodeid"].startswith(prefix)
              or (ref.endswith(".py") and item["nodeid"].startswith(ref + "::"))]
     if not found:
         raise SystemExit("count.py names a test that pytest does not collect: %s (renamed? update the registry)" % ref)
@@ -536,8 +536,8 @@ def render(result):
         counts = roles.setdefault(key[0], [0, 0])
         counts[0] += 1 if ci else 0
         counts[1] += 1
-    lines += ["", "By role: %s." % "; ".join("%s %d in CI, %d in full" % (role, ci, full)
-                                          for role, (ci, full) in roles.items())]
+    by_role = "; ".join("%s %d in CI, %d in full" % (role, ci, full) for role, (ci, full) in roles.items())
+    lines += ["", "By role: %s." % by_role]
     plan = _distinct([c for c in cases if c.kind == "plan"])
     unasserted = [c for c in cases if c.kind == "unasserted"]
     lines += [
@@ -545,9 +545,9 @@ def render(result):
         "Not counted above: %d launch-plan refusals in the molecule scenario (%d in CI; `family.*`, `config.*`, "
         "`catalog.*`, `runtime.*`, `memory.*`, `workload.*`, `draft.*`: a configuration the rules do not allow, "
         "not an attack), and %d cases refused without a rule id the test could assert (Ansible's argument "
-        "validation of a type or a choice, a value check of the launch plan) (%d in CI): %s." % (len(plan), sum(1 for v in plan.values() if v[1]), len(unasserted),
-                             sum(1 for c in unasserted if c.ci),
-                             ", ".join("%s (%s)" % (c.why, c.where.split(" (")[0]) for c in unasserted)),
+        "validation of a type or a choice, a value check of the launch plan) (%d in CI): %s." % (
+            len(plan), sum(1 for v in plan.values() if v[1]), len(unasserted), sum(1 for c in unasserted if c.ci),
+            ", ".join("%s (%s)" % (c.why, c.where.split(" (", maxsplit=1)[0]) for c in unasserted)),
         "",
         "**Unit level** (the check functions without a host, all in CI's `make unit`): %d cases in %d classes."
         % (sum(e["cases"] for e in result["unit"].values()), len(result["unit"])),
@@ -570,8 +570,8 @@ def render(result):
         "|---|---|---|---|",
     ]
     for row in faults:
-        lines.append("| %s | %s | %s | %s |" % (row["area"], row["fault"], "yes" if row["ci"] else "no",
-                                               ", ".join(row["where"])))
+        in_ci = "yes" if row["ci"] else "no"
+        lines.append("| %s | %s | %s | %s |" % (row["area"], row["fault"], in_ci, ", ".join(row["where"])))
     return "\n".join(lines) + "\n"
 
 
@@ -588,7 +588,7 @@ def doc_block(doc_text):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--update-doc", action="store_true", help="rewrite the marked block in docs/security.md")
     parser.add_argument("--check", action="store_true", help="exit 1 when docs/security.md's block differs")
     parser.add_argument("--collect-into", help=argparse.SUPPRESS)

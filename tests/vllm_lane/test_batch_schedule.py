@@ -47,8 +47,8 @@ def _concurrent(port, n):
             "drafts_per_token": delta["drafts"] / tokens if tokens else None}
 
 
-def test_real_vllm_serves_the_schedule_or_refuses_it_in_its_own_words(lane_venv, lane_models, lane_log_dir,
-                                                                       lane_results):
+def test_real_vllm_serves_the_schedule_or_refuses_it_in_its_own_words(
+        lane_venv, lane_models, lane_log_dir, lane_results):
     spec = json.loads(render_spec_config_json(
         lane.spec_for("prefix", lane_models),
         {KEY: build_schedule(1, NUM_SPECULATIVE_TOKENS, 256)}))

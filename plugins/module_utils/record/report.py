@@ -119,7 +119,7 @@ def speculation_setup(record):
     label = started[-1].get("label") if started else None
     k = tuned.get("k") or plan.get("k") or None
     runs_now = record.get("config_after")
-    method = str(label).split(" at utilization ")[0] if label else None
+    method = str(label).split(" at utilization ", maxsplit=1)[0] if label else None
     head = record.get("speculative_model")
     if not head and method:
         # older records: the head or draft vllm_prefetch fetched for the candidate
@@ -442,8 +442,8 @@ def headline(report):
         text += "."
     if fleet.get("c1_gain_judged_mean") is not None and fleet.get("judged"):
         text += (" Over all %d hosts the verdict judged, counting the ones that run the baseline as 0, the mean "
-                 "throughput change at c=%s is %s." % (fleet["judged"], report["concurrency"]["low"],
-                                                        fmt_change(fleet["c1_gain_judged_mean"])))
+                 "throughput change at c=%s is %s." % (
+                     fleet["judged"], report["concurrency"]["low"], fmt_change(fleet["c1_gain_judged_mean"])))
     return text
 
 
@@ -774,7 +774,8 @@ STYLE = ("body{font-family:sans-serif;margin:1.5em;max-width:100%;box-sizing:bor
          "table{border-collapse:collapse;margin-bottom:1.5em;font-size:.85em;max-width:100%}"
          "td,th{border:1px solid #bbb;padding:.25em .5em;text-align:right;vertical-align:top}"
          "td:first-child,th:first-child{text-align:left}td:nth-child(2),td:nth-child(3),td:nth-child(4),"
-         "th:nth-child(2),th:nth-child(3),th:nth-child(4){text-align:left}tr.median{font-weight:bold;background:#f3f3f3}.note{background:#fff4d6;padding:.5em 1em}"
+         "th:nth-child(2),th:nth-child(3),th:nth-child(4){text-align:left}tr.median{font-weight:bold;background:#f3f3f3}"
+         ".note{background:#fff4d6;padding:.5em 1em}"
          ".headline{font-size:1.15em;background:#eef6ee;padding:.6em 1em;border-left:6px solid #4a4}"
          "ul.why li,ul.settings li{margin:.2em 0;max-width:70em;overflow-wrap:anywhere}"
          "img.chart{max-width:100%;height:auto}"

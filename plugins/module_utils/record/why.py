@@ -311,8 +311,8 @@ def third_arm(record):
         reason = str(arm.get("reason") or "")
         return "not tried: %s%s" % (before, _short(reason)) if reason.startswith("schedule.") else None
     schedule = " ".join("[%s-%s: k=%s]" % tuple(e) for e in arm.get("schedule") or [])
-    return "%sthe schedule %s %s was %s" % (before, arm.get("line"), schedule,
-                                             "kept" if arm.get("kept") else "judged against the baseline and reverted")
+    outcome = "kept" if arm.get("kept") else "judged against the baseline and reverted"
+    return "%sthe schedule %s %s was %s" % (before, arm.get("line"), schedule, outcome)
 
 
 def explain(record):

@@ -32,6 +32,8 @@ concurrency).
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import math
+
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict import inputs
 
 # n-gram lookup runs on the CPU once per step whatever k is
@@ -370,7 +372,7 @@ def _measured_rounds(rounds, concurrency):
 
 
 def _fraction(value, field, low, high):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value \
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) \
             or not low <= value < high:
         raise ChooseKError("%s must be a number within [%g, %g), got %r" % (field, low, high, value))
     return float(value)

@@ -19,8 +19,8 @@ def trial(argv):
     return "[Service]\nExecStart=\nExecStart=%s\n" % d.systemd_command_line(argv)
 
 
-def state(status="reverted", argv=BASE, kind="baseline"):
-    return {"status": status, "last_good": {"kind": kind, "argv": argv}}
+def state(status="reverted", argv=None, kind="baseline"):
+    return {"status": status, "last_good": {"kind": kind, "argv": BASE if argv is None else argv}}
 
 
 @pytest.mark.parametrize("status", ["kept", "reverted", "refused", "off"])
