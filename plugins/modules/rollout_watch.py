@@ -207,9 +207,9 @@ def main():
             try:
                 dummy, out["textfile"] = write_textfile(p["textfile_dir"], text, filename=watchlib.FILENAME)
             except (IOError, OSError) as exc:
+                target = os.path.join(p["textfile_dir"], watchlib.FILENAME)
                 module.fail_json(msg="rollout_watch: cannot write %s: %s; check the directory exists and is "
-                                     "writable (rollout_textfile_dir)" % (os.path.join(p["textfile_dir"],
-                                                                                    watchlib.FILENAME), exc), **out)
+                                     "writable (rollout_textfile_dir)" % (target, exc), **out)
         else:
             out["textfile"] = os.path.join(p["textfile_dir"], watchlib.FILENAME)
     module.exit_json(**out)

@@ -301,8 +301,8 @@ def judge(evid, obs, params, host="this host"):
         parts.append("acceptance %s (kept on %s)" % (_pct(acc), _pct(kept_acc)))
     if "tpot" in out["checks"]:
         parts.append("TPOT %s (kept on %s at c=%d)" % (_ms(tpot), _ms(out["checks"]["tpot"]["kept_s"]), level))
-    out["reasons"].append("Steady over the %gs window (%d requests): %s." % (obs["window_s"], requests,
-                                                                            ", ".join(parts) or "nothing to compare"))
+    compared = ", ".join(parts) or "nothing to compare"
+    out["reasons"].append("Steady over the %gs window (%d requests): %s." % (obs["window_s"], requests, compared))
     return out
 
 
