@@ -131,9 +131,8 @@ import datetime
 import os
 import time
 
-from urllib.request import urlopen
-
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import open_url
 
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.prometheus import parse_text
 from ansible_collections.jetson.specdec.plugins.module_utils.record import watch as watchlib
@@ -142,7 +141,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.record.textfile imp
 
 
 def _scrape(url, timeout):
-    resp = urlopen(url, timeout=timeout)
+    resp = open_url(url, timeout=timeout, validate_certs=False)
     return parse_text(resp.read().decode("utf-8", "replace"))
 
 
@@ -153,7 +152,7 @@ def main():
             url=dict(type="str", default="http://127.0.0.1:8000/metrics"),
             window=dict(type="float", default=60.0),
             min_requests=dict(type="int", default=20),
-            min_draft_tokens=dict(type="int", default=200),
+            min_draft_tokens=dict(type="int", default=200, no_log=False),
             acceptance_drop=dict(type="float", default=0.25),
             tpot_rise=dict(type="float", default=0.25),
             model_name=dict(type="str"),

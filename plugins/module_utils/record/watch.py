@@ -51,7 +51,7 @@ def validate_params(params):
             out[key] = float(value)
         except (TypeError, ValueError):
             raise ValueError("rollout_watch: %s must be a number, got %r" % (key, value))
-    if not out["window_s"] > 0:
+    if math.isnan(out["window_s"]) or out["window_s"] <= 0:
         raise ValueError("rollout_watch: window_s (rollout_watch_window) must be > 0 seconds, got %r; a window "
                          "of 30-300 s sees enough requests on a serving board" % out["window_s"])
     for key in ("min_requests", "min_draft_tokens"):
