@@ -61,7 +61,9 @@ def fleet(make_fleet):
 
 
 def process_argv(fleet):
-    return fleet.sh(HOST, "tr '\\000' ' ' < /proc/$(systemctl show -p MainPID --value vllm)/cmdline").stdout
+    """The main process's argv, once it has exec'd (until then systemd names the forked child "(vllm)")."""
+    return fleet.sh(HOST, "for i in $(seq 40); do a=$(tr '\\000' ' ' < /proc/$(systemctl show -p MainPID --value vllm)/cmdline); "
+                          "case \"$a\" in '('*) sleep 0.5;; *) break;; esac; done; printf '%s' \"$a\"").stdout
 
 
 def test_the_first_run_records_the_baseline_as_the_last_good_config(fleet):
