@@ -80,7 +80,7 @@ def test_a_board_listed_under_another_familys_group_is_stopped_before_any_change
     assert ("inventory.wrong_group: tk-thor is listed in the inventory group(s) agx_orin, but the board reports thor"
             in " ".join(out.split())), out[-3000:]
     # stopped in the check: no switch, no benchmark (titles the first run printed)
-    for title in ("TASK [jetson.specdec.rollout : Apply the ", "TASK [jetson.specdec.rollout : Benchmark the "):
+    for title in ("vllm_server : Switch vLLM to the ", "rollout : Benchmark the "):
         assert title in fleet.first[1] and title not in out, (title, out[-3000:])
     assert fleet.state("tk-thor") == fleet.after_first
 
