@@ -49,7 +49,7 @@ def _refuse(what):
     item = _ACTIVE[-1] if _ACTIVE else None
     if item is None:
         return False
-    text = ("unit tier: the test started %s (tests/unit starts no process and opens no socket; move the test "
+    text = ("unit tier: the test %s (tests/unit starts no process and opens no socket; move the test "
             "to tests/integration_py)" % what)
     _VIOLATIONS.setdefault(item.nodeid, []).append(text)
     raise UnitTierViolation(text)
@@ -64,23 +64,23 @@ def _guarded(original, what):
 
 
 def _argv(self, args, *rest, **kwargs):
-    return "a process (%s)" % (args if isinstance(args, str) else " ".join(str(a) for a in args)[:200],)
+    return "started a process (%s)" % (args if isinstance(args, str) else " ".join(str(a) for a in args)[:200],)
 
 
 def _socket_init(self, family=-1, type=-1, proto=-1, fileno=None):  # pylint: disable=redefined-builtin
     # a new socket; wrapping a descriptor that exists (socketpair, fromfd) is not opening one
-    return None if fileno is not None else "a socket"
+    return None if fileno is not None else "opened a socket"
 
 
 _PATCHES = [
     (_subprocess.Popen, "_execute_child", _argv),
-    (_os, "system", "a process (os.system)"),
-    (_os, "fork", "a process (os.fork)"),
-    (_os, "forkpty", "a process (os.forkpty)"),
-    (_os, "posix_spawn", "a process (os.posix_spawn)"),
-    (_os, "posix_spawnp", "a process (os.posix_spawnp)"),
-    (_os, "execv", "a process (os.execv)"),
-    (_os, "execve", "a process (os.execve)"),
+    (_os, "system", "started a process (os.system)"),
+    (_os, "fork", "started a process (os.fork)"),
+    (_os, "forkpty", "started a process (os.forkpty)"),
+    (_os, "posix_spawn", "started a process (os.posix_spawn)"),
+    (_os, "posix_spawnp", "started a process (os.posix_spawnp)"),
+    (_os, "execv", "started a process (os.execv)"),
+    (_os, "execve", "started a process (os.execve)"),
     (_socket.socket, "__init__", _socket_init),
 ]
 
