@@ -14,7 +14,7 @@ import math
 
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.equivalence import check_settings as check_equivalence
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.prompts import output_len_bounds
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import HIGH_CONCURRENCY, SKILL_LOW_CONCURRENCY
+from ansible_collections.jetson.specdec.plugins.module_utils.common.policy import HIGH_CONCURRENCY, SKILL_LOW_CONCURRENCY
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import validate
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.ttft import validate as validate_ttft
 
