@@ -213,7 +213,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.launch.memory impor
     KV_CACHE_DTYPES, SpecMemoryError, compute_headroom, gather_model_facts, validate_utilization,
 )
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import CATALOG_VAR
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
+from ansible_collections.jetson.specdec.plugins.module_utils.common.policy import (
     L4T_MODERN_MAJOR, MEMORY_RESERVE_BYTES, UTILIZATION_CEILING, before_modern_l4t, speculation_supported,
 )
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson.sysfiles import parse_meminfo

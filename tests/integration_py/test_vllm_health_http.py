@@ -12,3 +12,8 @@ def test_http_get_with_and_without_the_key():
         assert status == 200 and served_models(body) == ["tiny"]
         assert http_get(srv.url, "/v1/models")[0] == 401
         assert http_get(srv.url, "/health")[0] == 200
+
+
+def test_http_get_to_a_closed_port_does_not_raise():
+    status, text = http_get("http://127.0.0.1:9", "/health", timeout=1.0)
+    assert status is None and text

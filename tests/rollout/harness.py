@@ -223,6 +223,29 @@ def assert_serving(fleet, host, speculative):
     assert fleet.models(host), "/v1/models does not answer on %s" % host
 
 
+# What each settled decision does under the rollout's default rollout_marginal_action (revert).
+SETTLED_ACTION = {"keep": "keep", "marginal": "revert", "revert": "revert", "inconclusive": "revert"}
+
+
+def assert_settled(state):
+    """Whichever way the verdict went, it is a settled decision and the action and the host's status
+    follow from it. Returns the verdict."""
+    verdict = state["verdict"]
+    assert verdict["decision"] in SETTLED_ACTION, verdict
+    assert verdict["action"] == SETTLED_ACTION[verdict["decision"]], verdict
+    assert state["status"] == ("kept" if verdict["action"] == "keep" else "reverted"), (state["status"], verdict)
+    return verdict
+
+
+def measured_arms(state):
+    """The arms of the rounds, after checking that each measured what it says (every candidate round a
+    speculating server, every baseline round one without) and that both arms were measured."""
+    rounds = state["benchmarks"]["rounds"]
+    assert all(r["speculating"] is (r["arm"] == "candidate") for r in rounds), rounds
+    assert set(r["arm"] for r in rounds) == {"baseline", "candidate"}, rounds
+    return [r["arm"] for r in rounds]
+
+
 def assert_state(fleet, host, status, decision=None):
     state = fleet.state(host)
     assert state is not None, "no state file on %s" % host

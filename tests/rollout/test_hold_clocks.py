@@ -15,7 +15,7 @@ import pytest
 from harness import board
 
 # ~4 min of a CI machine's 2 cores: make integration-all, not CI (make test), which keeps the margin under its hour.
-# jetson_clock_hold itself, with its faults, is tested in tests/unit/plugins/modules/test_jetson_clock_hold.py on the
+# jetson_clock_hold itself, with its faults, is tested in tests/integration_py/test_jetson_clock_hold_module.py on the
 # nvpmodel/jetson_clocks stand-ins.
 pytestmark = pytest.mark.slow
 

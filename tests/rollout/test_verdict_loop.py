@@ -29,7 +29,7 @@ import os
 
 import pytest
 
-from harness import assert_serving, assert_state, board
+from harness import assert_serving, assert_settled, assert_state, board
 
 PREFIX = "specdec-lv-"
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
@@ -86,7 +86,8 @@ def test_a_noisy_host_is_measured_round_after_round_with_the_arms_interleaved(fl
     verdict = state["verdict"]
     arms = rounds(state)
     assert arms == ORDER[:6], (arms, verdict["reasons"])
-    assert verdict["rounds_used"] == len(arms) and verdict["decision"] in ("keep", "marginal", "revert", "inconclusive")
+    assert verdict["rounds_used"] == len(arms)
+    assert_settled(state)  # any decision the noise leads to, but the action and status follow from it
     assert isinstance(verdict["metrics"]["ttft_change"], float)  # the TTFT guard reports on every verdict
     for key in ("c1_throughput_gain", "c1_tpot_drop", "c8_throughput_change"):
         est = verdict["estimates"][key]

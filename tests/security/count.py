@@ -184,7 +184,7 @@ FAULTS = [
     ("lock", "The controller interrupted or killed with a candidate on trial (SIGINT; its process gone, its pid reused)",
      [RO + "test_interrupt.py::test_interrupted_run_prints_each_hosts_state_and_leaves_a_pending_host_and_its_lock",
       RO + "test_interrupt.py::test_rerun_takes_over_the_lock_of_this_controllers_ended_run_and_resolves_the_host",
-      MU + "test_record_holder.py::test_a_dead_process_of_this_controller_is_gone",
+      IP + "test_record_holder_processes.py::test_a_dead_process_of_this_controller_is_gone",
       MU + "test_record_holder.py::test_a_reused_pid_is_gone_too"]),
     ("lock", "The board's wall clock stepping (a year either way)",
      [MU + "test_rollout_lock.py::test_a_wall_clock_step_neither_freezes_nor_ages_a_lock_in_the_same_boot"]),
@@ -202,15 +202,15 @@ FAULTS = [
      [RO + "test_faults_lock.py::test_connections_dropping_mid_benchmark"]),
     # clocks held for the benchmark
     ("clocks", "A power mode that needs a reboot",
-     [UNIT + "modules/test_jetson_clock_hold.py::test_a_mode_change_that_needs_a_reboot_is_refused_and_undone"]),
+     [IP + "test_jetson_clock_hold_module.py::test_a_mode_change_that_needs_a_reboot_is_refused_and_undone"]),
     ("clocks", "A hold step failing (jetson_clocks missing): the hold is undone",
-     [UNIT + "modules/test_jetson_clock_hold.py::test_a_failing_step_is_undone_and_named"]),
+     [IP + "test_jetson_clock_hold_module.py::test_a_failing_step_is_undone_and_named"]),
     ("clocks", "A hold record this version cannot read",
-     [UNIT + "modules/test_jetson_clock_hold.py::test_a_record_this_code_cannot_read_is_left_alone"]),
+     [IP + "test_jetson_clock_hold_module.py::test_a_record_this_code_cannot_read_is_left_alone"]),
     ("clocks", "A run that died holding the clocks (released by the next run)",
-     [UNIT + "modules/test_jetson_clock_hold.py::test_an_interrupted_hold_is_restored_by_the_next_release"]),
+     [IP + "test_jetson_clock_hold_module.py::test_an_interrupted_hold_is_restored_by_the_next_release"]),
     ("clocks", "The power mode changed back by someone else during the hold",
-     [UNIT + "modules/test_jetson_clock_hold.py::test_a_mode_change_undone_by_someone_else_is_pinned_again"]),
+     [IP + "test_jetson_clock_hold_module.py::test_a_mode_change_undone_by_someone_else_is_pinned_again"]),
     # the servers
     ("server", "The baseline crashing in its benchmark",
      [RO + "test_canary.py::test_canary_is_back_on_its_baseline_with_a_failed_state",
@@ -257,7 +257,7 @@ FAULTS = [
     ("pull mode", "An unsigned commit on the branch a board follows",
      [HOSTILE_PULL_NODE, "tests/pull_mode/test_pull_mode.py::test_pull_mode_timer_rollout_and_idempotent_second_fire"]),
     ("pull mode", "The signing key replaced (A to B): A's commits no longer verify",
-     [HOSTILE_PULL_NODE, UNIT + "modules/test_pull_keyring.py"]),
+     [HOSTILE_PULL_NODE, IP + "test_pull_keyring_module.py"]),
 ]
 
 

@@ -17,8 +17,6 @@ already at it (only fewer bytes - quantization, a smaller model - can help).
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.jetson.specdec.plugins.module_utils.jetson.boards import bandwidth as board_bandwidth
-
 GB = 1e9  # the board tables give bandwidth in decimal GB/s, as NVIDIA's data sheets do
 
 
@@ -57,15 +55,6 @@ def roofline(decode_tok_s, bandwidth_gb_s, target_weight_bytes, draft_weight_byt
     limit = bw / step_bytes * tokens
     return {"limit_tok_s": round(limit, 3), "achieved_fraction": round(rate / limit, 4),
             "bytes_per_step": int(step_bytes), "tokens_per_step": tokens}
-
-
-def bench_roofline(result, family, variant, is_super, target_weight_bytes, draft_weight_bytes=0, k=0,
-                   kv_bytes_per_token=0, concurrency=1):
-    """Roofline of a vllm_bench result at ``concurrency`` on a board from the table, or None.
-
-    None when the board's bandwidth is unknown or the level has no TPOT."""
-    return result_roofline(result, board_bandwidth(family, variant, is_super), target_weight_bytes,
-                           draft_weight_bytes, k, kv_bytes_per_token, concurrency)
 
 
 def result_roofline(result, bandwidth_gb_s, target_weight_bytes, draft_weight_bytes=0, k=0,

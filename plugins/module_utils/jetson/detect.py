@@ -19,7 +19,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.jetson import sysfi
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson.bootcontrol import parse_boot_control
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson.classify import classify
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson.files import RootReader
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import L4T_MODERN_MAJOR, before_modern_l4t
+from ansible_collections.jetson.specdec.plugins.module_utils.common.policy import L4T_MODERN_MAJOR, before_modern_l4t
 
 # Below this share of MemAvailable, boards before L4T r39 may be holding memory freed by
 # an exited vLLM container (jetson-memory-audit skill).

@@ -14,12 +14,12 @@ Rules encoded (jetson-speculative-decoding skill):
 - Speculation only on Thor and AGX Orin; Orin Nano/NX lack the headroom.
 - num_speculative_tokens starts at 5 on Thor, 3 on AGX Orin, for both methods.
 
-The families and numbers come from launch/policy.py.
+The families and numbers come from common/policy.py.
 """
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
+from ansible_collections.jetson.specdec.plugins.module_utils.common.policy import (
     SMALL_ORIN_FAMILIES, SPECULATION_FAMILIES, normalize_family, start_k,
 )
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import (

@@ -19,7 +19,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
+from ansible_collections.jetson.specdec.plugins.module_utils.common.policy import (
     MIN_SPECULATIVE_VLLM, ORIN_FAMILIES, before_modern_l4t,
 )
 

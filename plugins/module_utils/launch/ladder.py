@@ -24,7 +24,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import catalog_model_facts
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
+from ansible_collections.jetson.specdec.plugins.module_utils.common.policy import (
     UTILIZATION_DROP, UTILIZATION_MIN, speculative_utilization,
 )
 from ansible_collections.jetson.specdec.plugins.module_utils.vllm.failure import failure_evidence

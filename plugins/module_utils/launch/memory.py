@@ -28,7 +28,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.launch.safetensors 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog import (
     CATALOG_VAR, catalog_model_facts,
 )
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
+from ansible_collections.jetson.specdec.plugins.module_utils.common.policy import (
     MEMORY_RESERVE_BYTES, UTILIZATION_CEILING, UTILIZATION_MAX, UTILIZATION_MIN,
 )
 

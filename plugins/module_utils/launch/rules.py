@@ -24,7 +24,7 @@ jetson-speculative-decoding skill, made executable):
   vocabulary and tokenizer family (launch/compat.py); vllm_server_speculative_extra
   cannot set what the role decides (method, model, k, draft TP).
 
-The numbers and families live in launch/policy.py.
+The numbers and families live in common/policy.py.
 """
 
 from __future__ import (absolute_import, division, print_function)
@@ -34,7 +34,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.launch.catalog impo
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.compat import draft_mismatch
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.gates import check_runtime, serving_version
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_fields import settable_fields
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
+from ansible_collections.jetson.specdec.plugins.module_utils.common.policy import (
     ACCEPTANCE_FOR_HIGHER_K, K_RANGE, MAX_SPECULATIVE_CONCURRENCY, PLAN_METHODS, SKILL_LOW_CONCURRENCY, SMALL_ORIN_FAMILIES,
     SPECULATION_FAMILIES, UTILIZATION_DROP, UTILIZATION_MAX, UTILIZATION_MIN, speculative_utilization, start_k,
 )

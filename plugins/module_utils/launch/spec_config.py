@@ -19,7 +19,7 @@ import json
 import math
 import re
 
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import K_RANGE, START_K
+from ansible_collections.jetson.specdec.plugins.module_utils.common.policy import K_RANGE, START_K
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_fields import ANY_VERSION_FIELDS, ENGINE_FIELDS
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.batch_schedule import (
     SCHEDULE_KEY, ScheduleError, validate_schedule)

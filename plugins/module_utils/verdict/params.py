@@ -11,7 +11,7 @@ __metaclass__ = type
 
 import math
 
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.policy import (
+from ansible_collections.jetson.specdec.plugins.module_utils.common.policy import (
     ACCEPTANCE_FOR_HIGHER_K, HIGH_CONCURRENCY, KEEP_THROUGHPUT_GAIN, KEEP_TPOT_DROP, LOW_CONCURRENCY,
     REVERT_THROUGHPUT_GAIN,
 )

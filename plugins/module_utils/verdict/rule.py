@@ -31,7 +31,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params impo
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.evidence import find_run
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import DEFAULTS as DECIDE_DEFAULTS
 
-# The thresholds are the sequential verdict's (one home: verdict/params.py, from launch/policy.py);
+# The thresholds are the sequential verdict's (one home: verdict/params.py, from common/policy.py);
 # the noise band and the repeat round are this superseded verdict's own.
 DEFAULTS = dict((key, DECIDE_DEFAULTS[key]) for key in (
     "keep_throughput_gain", "keep_tpot_drop", "revert_throughput_gain", "c8_regression_tolerance",

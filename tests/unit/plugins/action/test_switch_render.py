@@ -1,12 +1,11 @@
 """vllm_switch renders the role's unit with the template lookup, giving it the task's variables copied
 shallowly (as the template action copies them): the same text, without a deep copy of every fact."""
-import copy
-
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import lookup_loader
 from ansible.template import Templar
 
-from ansible_collections.jetson.specdec.plugins.action.vllm_switch import TaskVars
+from ansible_collections.jetson.specdec.plugins.action import vllm_switch
+from ansible_collections.jetson.specdec.plugins.action.vllm_switch import ActionModule, TaskVars
 
 
 class Copied(object):
@@ -37,15 +36,34 @@ def test_the_unit_renders_the_same_from_a_shallow_copy(tmp_path):
     assert "ExecStart=vllm serve\nUser=vllm\n" in shallow
 
 
-def test_the_lookup_copies_no_fact_deeply():
+class ShortNames(object):
+    """The lookup loader, finding ansible.builtin plugins by their short names (a unit test has no
+    collection finder to resolve ansible.builtin.*)."""
+
+    @staticmethod
+    def get(name, **kwargs):
+        return lookup_loader.get(name.replace("ansible.builtin.", ""), **kwargs)
+
+
+def _action(loader, monkeypatch):
+    """vllm_switch's action with only what its _render uses (the loader and the task's templar)."""
+    monkeypatch.setattr(vllm_switch, "lookup_loader", ShortNames)
+    action = ActionModule.__new__(ActionModule)
+    action._loader, action._templar = loader, Templar(loader=loader)
+    return action
+
+
+def test_the_lookup_copies_no_fact_deeply(tmp_path, monkeypatch):
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "unit.j2").write_text("ExecStart={{ vllm_server_launch.argv | join(' ') }}\n")
+    task_vars = {"role_path": str(tmp_path), "ansible_search_path": [str(tmp_path)], "rollout_rounds": Copied()}
+    action = _action(DataLoader(), monkeypatch)
     Copied.deep = 0
-    fact = Copied()
-    task_vars = TaskVars({"rollout_rounds": fact})
-    copied = copy.deepcopy(task_vars)
-    assert copied["rollout_rounds"] is fact and Copied.deep == 0
-    # a new dict: the lookup adds its template_* variables to the copy, not to the task's variables
-    assert copied is not task_vars and not isinstance(copied, TaskVars)
-    copied["template_path"] = "unit.j2"
-    assert "template_path" not in task_vars
-    copy.deepcopy({"rollout_rounds": fact})  # a plain dict is copied deeply: the counter sees it
-    assert Copied.deep == 1
+    # the switch's own rendering, through the template lookup: the fact is not copied
+    assert action._render("unit.j2", {"argv": ["vllm", "serve"]}, task_vars) == "ExecStart=vllm serve\n"
+    assert Copied.deep == 0
+    assert "template_path" not in task_vars  # the lookup adds its variables to a copy, not to the task's
+    # the lookup given the plain variables copies the fact deeply: the counter sees it
+    lookup = lookup_loader.get("template", loader=action._loader, templar=action._templar)
+    lookup.run(["unit.j2"], variables=task_vars, template_vars={"vllm_server_launch": {"argv": []}})
+    assert Copied.deep >= 1

@@ -146,7 +146,7 @@ def test_rounds_on_other_prompts_are_refused():
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
 from ansible_collections.jetson.specdec.plugins.filter.equivalence import rollout_equivalence  # noqa: E402
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.plan import LaunchPlanError, rollout_settings  # noqa: E402
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.settings import SettingsError, rollout_settings  # noqa: E402
 from ansible_collections.jetson.specdec.plugins.module_utils.record import report as rep, why  # noqa: E402
 
 KEEP = {"decision": "keep", "action": "keep", "flagged": False, "reasons": ["Keep: throughput +52 %."],
@@ -176,7 +176,7 @@ def test_bad_settings_are_refused_in_the_read_only_check_naming_the_variable(key
     with pytest.raises(eq.EquivalenceError, match="^" + rule.replace(".", r"\.")):
         eq.check_settings({key: value})
     bench = {"concurrency": [1, 8], "output_len": 128, "output_range_ratio": 0, "equivalence": {key: value}}
-    with pytest.raises(LaunchPlanError, match="^" + rule.replace(".", r"\.")):
+    with pytest.raises(SettingsError, match="^" + rule.replace(".", r"\.")):
         rollout_settings(bench, {})
     assert rollout_settings(dict(bench, equivalence=None), {})["equivalence"] == SETTINGS
 

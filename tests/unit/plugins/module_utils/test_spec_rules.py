@@ -134,7 +134,7 @@ def test_images():
 
 
 def test_a_concurrency_between_the_skills_range_and_8_is_measured_not_refused():
-    from ansible_collections.jetson.specdec.plugins.module_utils.launch import policy
+    from ansible_collections.jetson.specdec.plugins.module_utils.common import policy
     plan = plan_launch(inputs(expected_concurrency=4, max_spec_concurrency=policy.MAX_SPECULATIVE_CONCURRENCY))
     assert rules(plan) == [] and plan["speculative_config"]["method"] == "eagle3"
     assert any("Expected concurrency 4 is above the skill's low-concurrency range (1-2)" in w and "benchmarks at concurrency 4"

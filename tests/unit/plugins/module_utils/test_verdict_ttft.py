@@ -4,7 +4,7 @@
 """The TTFT guard next to the verdict (verdict/ttft.py) and its place in the rollout's verdict."""
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.module_utils.launch.plan import LaunchPlanError, rollout_settings
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.settings import SettingsError, rollout_settings
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.ttft import apply_ttft, arm_ttft, validate
 
 KEEP = {"decision": "keep", "action": "keep", "flagged": False, "reasons": ["numbers", "Keep: every keep condition holds."],
@@ -65,7 +65,7 @@ def test_bad_settings_are_refused_naming_the_variable(params, needle):
     with pytest.raises(ValueError, match=needle):
         validate(params)
     bench = {"concurrency": [1, 8], "output_len": 128, "output_range_ratio": 0}
-    with pytest.raises(LaunchPlanError, match=needle):
+    with pytest.raises(SettingsError, match=needle):
         rollout_settings(bench, {}, params)
 
 

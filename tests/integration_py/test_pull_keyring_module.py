@@ -15,7 +15,7 @@ import pytest
 from ansible_collections.jetson.specdec.plugins.modules import pull_keyring
 from ansible_collections.jetson.specdec.plugins.module_utils.pull.keyring import fingerprints
 
-from .utils import run_module
+from ansible_collections.jetson.specdec.tests.unit.plugins.modules.utils import run_module
 
 pytestmark = pytest.mark.skipif(shutil.which("gpg") is None, reason="needs gpg")
 

@@ -14,7 +14,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.jetson.files import
 from ansible_collections.jetson.specdec.plugins.modules import jetson_clock_hold
 from ansible_collections.jetson.specdec.tests.unit.plugins.modules.utils import run_module
 
-TESTS = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+TESTS = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 BOARD = os.path.join(TESTS, "fixtures", "boards", "agx-orin-64gb-devkit-r36.4.4", "root")
 SIM_BIN = os.path.join(TESTS, "simulator", "bin")
 NODE = "sys/class/devfreq/17000000.gpu"

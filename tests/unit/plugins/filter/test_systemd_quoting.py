@@ -9,7 +9,7 @@ import yaml
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.jetson.specdec.plugins.filter.specdec import FilterModule
+from ansible_collections.jetson.specdec.plugins.filter.systemd_quoting import FilterModule
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config import render_spec_config_json
 
 FILTERS = FilterModule().filters()
