@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "rollout"))
 
 from harness import DEMO, REPO, Fleet  # noqa: E402
 
-ROLES = {"thor-01": "keep", "agx-01": "keep", "agx-02": "revert", "agx32-01": "ladder",
+ROLES = {"thor-01": "keep", "agx-01": "keep", "agx-02": "keep (third arm)", "agx32-01": "ladder",
          "nx-01": "off", "nano-01": "off"}
 
 

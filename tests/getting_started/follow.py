@@ -10,7 +10,8 @@ board files, the demo's shorter benchmark) goes into its host entry, nowhere els
 the repository is used: the summary callback is turned on as section 1 says.
 
 The fleet is the page's: thor-lab-01 (Thor), agx-line-01 and agx-line-02 (AGX Orin 64GB; the second
-regresses at concurrency 8 like the demo's agx-02), nx-cart-01 (Orin NX: speculation off by policy).
+regresses at concurrency 8 like the demo's agx-02, on vLLM 0.20.1: no batch-size schedule, so it is reverted),
+nx-cart-01 (Orin NX: speculation off by policy).
 
     .venv/bin/python tests/getting_started/follow.py [--keep]
 
@@ -33,7 +34,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "rollout"))
 from harness import DEMO_HOSTVARS, REPO, VENV_BIN, Fleet, board, recap  # noqa: E402
 
 PAGE = os.path.join(REPO, "docs", "getting-started.md")
-BOARDS = [board("thor-lab-01", "thor-01"), board("agx-line-01", "agx-01"), board("agx-line-02", "agx-02"),
+BOARDS = [board("thor-lab-01", "thor-01"), board("agx-line-01", "agx-01"), board("agx-line-02", "agx-02", vllm_version="0.20.1"),
           board("nx-cart-01", "nx-01")]
 GROUPS = {"thor": ["thor-lab-01"], "agx_orin": ["agx-line-01", "agx-line-02"], "orin_nx": ["nx-cart-01"]}
 SYSROOT = "/opt/jetson-sim/root"

@@ -4,7 +4,8 @@ hosts a run selects (issue 30).
 Three boards in one batch (rollout_serial 100%):
 - op-thor: kept (low keep bars in its host vars, so that the premise holds), then its group set off in
   group_vars/thor.yml: the next run applies the baseline and records "off by policy", no benchmark;
-- op-agx: AGX Orin, evaluated (group_vars/agx_orin.yml sets max_model_len 8192 and utilization 0.80, not the
+- op-agx: AGX Orin (the demo's agx-02 on vLLM 0.20.1: no batch-size schedule, so its c=8 regression reverts it),
+  evaluated (group_vars/agx_orin.yml sets max_model_len 8192 and utilization 0.80, not the
   role defaults): `revert -l op-agx` puts back exactly the baseline the rollout recorded;
 - op-nx: Orin NX, whose shipped group_vars set speculation off: "off by policy", not a refusal, and its
   record's time is its own (a baseline apply), not the batch's benchmark time.
@@ -20,7 +21,8 @@ from harness import assert_serving, assert_state, board, recap
 PREFIX = "specdec-op-"
 EASY_KEEP = {"rollout_keep_throughput_gain": 0.02, "rollout_keep_tpot_drop": 0.02, "rollout_revert_throughput_gain": 0.01,
              "rollout_c8_regression_tolerance": 0.9, "rollout_marginal_action": "keep"}
-BOARDS = [board("op-thor", "thor-01", hostvars=EASY_KEEP), board("op-agx", "agx-02"), board("op-nx", "nx-01")]
+BOARDS = [board("op-thor", "thor-01", hostvars=EASY_KEEP), board("op-agx", "agx-02", vllm_version="0.20.1"),
+          board("op-nx", "nx-01")]
 
 
 def exec_start(fleet, host):

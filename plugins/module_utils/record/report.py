@@ -117,15 +117,19 @@ def speculation_setup(record):
     plan = record.get("roofline_inputs") if isinstance(record.get("roofline_inputs"), dict) else {}
     started = [a for a in record.get("attempts") or [] if isinstance(a, dict) and a.get("result") == "started"]
     label = started[-1].get("label") if started else None
-    k = tuned.get("k") or plan.get("k") or None
+    arm = record.get("third_arm") if isinstance(record.get("third_arm"), dict) else {}
+    k = tuned.get("k") or plan.get("k") or arm.get("k") or None
     runs_now = record.get("config_after")
     method = str(label).split(" at utilization ", maxsplit=1)[0] if label else None
     head = record.get("speculative_model")
     if not head and method:
         # older records: the head or draft vllm_prefetch fetched for the candidate
         head = next((p.get("model") for p in record.get("prefetch") or [] if isinstance(p, dict) and p.get("model")), None)
+    # the third arm kept: the host speculates only up to this batch size (verdict/third_arm.py)
+    upto = arm.get("threshold") if arm.get("kept") and method else None
     return {"method": method, "k": k if method else None, "head": head if method and method != "ngram" else None,
-            "runs_now": runs_now, "model_served": server.get("model"), "vllm": server.get("version")}
+            "runs_now": runs_now, "model_served": server.get("model"), "vllm": server.get("version"),
+            "schedule_upto": upto}
 
 
 def host_row(record, low=1, high=8):
@@ -381,11 +385,12 @@ def _change_cell(row, column):
 
 
 def runs_now_label(row):
-    """'eagle3 k=3', 'baseline' or '–': what the host serves now."""
+    """'eagle3 k=3', 'eagle3 k=3 up to batch 1' (the third arm's schedule), 'baseline' or '–': what the host serves now."""
     if row["outcome"] in ("reverted", "refused", "off", "human") or row.get("runs_now") == "baseline":
         return "baseline"
     if row.get("method"):
-        return row["method"] + (" k=%s" % row["k"] if row.get("k") else "")
+        return (row["method"] + (" k=%s" % row["k"] if row.get("k") else "")
+                + (" up to batch %s" % row["schedule_upto"] if row.get("schedule_upto") else ""))
     return row.get("runs_now") or "–"
 
 

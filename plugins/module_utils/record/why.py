@@ -312,7 +312,8 @@ def third_arm(record):
         return "not tried: %s%s" % (before, _short(reason)) if reason.startswith("schedule.") else None
     schedule = " ".join("[%s-%s: k=%s]" % tuple(e) for e in arm.get("schedule") or [])
     outcome = "kept" if arm.get("kept") else "judged against the baseline and reverted"
-    return "%sthe schedule %s %s was %s" % (before, arm.get("line"), schedule, outcome)
+    return "%sthe schedule (it %s; vLLM's num_speculative_tokens_per_batch_size %s) was %s" % (
+        before, arm.get("line"), schedule, outcome)
 
 
 def explain(record):

@@ -14,6 +14,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.launch.spec_config 
     SpecConfigError, render_spec_config_json)
 from ansible_collections.jetson.specdec.plugins.module_utils.record import record as rec
 from ansible_collections.jetson.specdec.plugins.module_utils.record.why import explain
+from ansible_collections.jetson.specdec.plugins.module_utils.record.report import host_row, runs_now_label
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict import third_arm
 
 from .test_verdict_decide import result
@@ -201,3 +202,16 @@ def test_a_gate_refusal_is_in_the_report_and_a_plain_revert_says_nothing():
     plain = rec.judged(dict(RECORD, status="queued"), verdict({8: 0.0}, gain=0.05), [], RUNGS[0], {},
                        third_arm=third_arm.plan(verdict({8: 0.0}, gain=0.05), PARAMS, True, "0.32.0", "eagle3", 3))
     assert explain(plain)["third_arm"] is None
+
+
+def test_the_report_says_a_kept_schedule_speculates_only_up_to_its_batch():
+    first, plan, final, rounds = _rounds({"gain": 0.6, "tpot": -0.4, "c8": -0.3}, {"gain": 0.6, "tpot": -0.4, "c8": 0.0})
+    done = rec.judged(dict(RECORD, status="queued"), final, rounds, RUNGS[0], {}, third_arm=dict(plan, candidate_verdict=first))
+    line = explain(done)["third_arm"]
+    assert "the schedule (it speculates up to batch 1; above that it runs the baseline's path; vLLM's " \
+           "num_speculative_tokens_per_batch_size [1-1: k=3] [2-" in line, line
+    row = host_row(done)
+    assert row["schedule_upto"] == 1 and runs_now_label(row) == "eagle3 k=3 up to batch 1", row
+    # the same host without the schedule (the candidate kept as it is) speculates at every batch size
+    plain = host_row(dict(done, third_arm=dict(done["third_arm"], kept=False)))
+    assert plain["schedule_upto"] is None and runs_now_label(plain) == "eagle3 k=3"
