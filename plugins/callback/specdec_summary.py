@@ -21,6 +21,9 @@ description:
   - In check mode (C(--check)) it adds, per host, what a real run would do (the speculation it would start, its
     ladder and round budget, or the refusal) under a DRY RUN line.
   - It does not need C(show_custom_stats).
+  - "While the run goes on, each batch's verdicts are printed when the next batch starts (the canary's before the
+    rest of the fleet changes): one line per host decided in the batch, and how many hosts of the play are done."
+  - The table has the change at concurrency 8 and, for a converged host, the date of its earlier verdict.
   - "When the run is interrupted (Ctrl-C, C(timeout -s INT)) Ansible sends no end-of-play statistics: it prints,
     on the way out, what it saw of each host instead - the last record published and the task the host was in - and
     that the next run resumes a host left C(pending) (its last good config is put back first)."
@@ -34,11 +37,35 @@ import atexit
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.jetson.specdec.plugins.module_utils.record.report import (
-    decision_words, fmt_num, fmt_pair, host_row,
+    decided_label, decision_words, fmt_num, fmt_pair, host_row,
 )
 
 STATS_KEY = "jetson_specdec"
-HEADER = ("host", "family", "decision", "c1 tok/s before→after", "TPOT p50 ms before→after", "accept")
+HEADER = ("host", "family", "decision", "c1 tok/s before→after", "TPOT p50 ms before→after", "c8 change", "accept",
+          "decided")
+# The statuses a host ends its evaluation with (not unchanged, planned or held: those come from the check play).
+DONE_STATUSES = ("kept", "reverted", "refused", "off", "failed")
+
+
+def pct(value):
+    return "%+.1f%%" % (100.0 * value) if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
+
+
+def batch_lines(records, done, total):
+    """The verdicts of a batch that just ended, one line per host, and the play's progress."""
+    out = []
+    for host in sorted(records):
+        record = dict(records[host])
+        record.setdefault("host", host)
+        row = host_row(record)
+        words = decision_words(row["decision"]) if row["decision"] else row["status"]
+        if row.get("action") and row["action"] != row["decision"]:
+            words += " -> " + row["action"]
+        numbers = ("c=1 %s, c=8 %s" % (pct(row.get("c1_gain")), pct(row.get("c8_change")))
+                   if row.get("c1_gain") is not None else (record.get("reasons") or [""])[0][:160])
+        out.append("  %s: %s%s" % (host, words, (" (%s)" % numbers) if numbers else ""))
+    out.append("  %d of %s hosts of this play done" % (done, total if total is not None else "?"))
+    return out
 
 
 def collect_records(custom):
@@ -90,7 +117,8 @@ def summary_lines(stats):
         rows.append((host + (" [SIM]" if row["simulated"] else ""), row["family"], decision,
                      fmt_pair(row["c1_tok_s_before"], row["c1_tok_s_after"]),
                      fmt_pair(row["tpot_p50_before"], row["tpot_p50_after"]),
-                     fmt_num(row["acceptance_rate"], 2)))
+                     pct(row.get("c8_change")), fmt_num(row["acceptance_rate"], 2),
+                     decided_label(row) or "-"))
     lines = []
     if rows:
         widths = [max(len(str(r[i])) for r in rows + [HEADER]) for i in range(len(HEADER))]
@@ -154,9 +182,31 @@ class CallbackModule(CallbackBase):
         self._task_name = None
         self._finished = False
         self._specdec = False
+        self._batch = {}   # records of hosts that ended their evaluation since the last batch started
+        self._done = {}    # play name -> hosts done in it
+        self._play = None
+        self._play_hosts = {}
         # On SIGINT the strategy raises KeyboardInterrupt and v2_playbook_on_stats never comes; an exit hook is
         # the one place left to speak (it runs as ansible-playbook exits, after "User interrupted execution").
         atexit.register(self._on_exit)
+
+    def v2_playbook_on_play_start(self, play):
+        # Ansible starts the play again for every serial batch: the batch before this one has ended.
+        self._print_batch()
+        name = play.get_name()
+        hosts = getattr(play, "hosts", None)
+        if name != self._play and isinstance(hosts, list):
+            self._play_hosts[name] = len(hosts)
+        self._play = name
+
+    def _print_batch(self):
+        if not self._batch:
+            return
+        done = self._done.get(self._play, 0)
+        self._display.banner("JETSON SPECDEC: BATCH DONE")
+        for line in batch_lines(self._batch, done, self._play_hosts.get(self._play)):
+            self._display.display(line)
+        self._batch = {}
 
     def v2_playbook_on_task_start(self, task, is_conditional):
         self._task_name = task.get_name()
@@ -172,6 +222,10 @@ class CallbackModule(CallbackBase):
         if found:
             self._specdec = True
             self._records.update(found)
+            for host, record in found.items():
+                if record.get("status") in DONE_STATUSES and host not in self._batch:
+                    self._batch[host] = record
+                    self._done[self._play] = self._done.get(self._play, 0) + 1
 
     def _on_exit(self):
         if self._finished or not self._specdec:

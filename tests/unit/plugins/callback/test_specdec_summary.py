@@ -56,9 +56,11 @@ def test_prints_table_and_hosts_without_record():
     assert shown.banners == ["JETSON SPECDEC FLEET SUMMARY"]
     text = "\n".join(shown.lines)
     assert shown.lines[0].split() == ["host", "family", "decision", "c1", "tok/s", "before→after", "TPOT", "p50",
-                                      "ms", "before→after", "accept"]
+                                      "ms", "before→after", "c8", "change", "accept", "decided"]
     thor = [l for l in shown.lines if l.startswith("thor-01")][0]
-    assert thor.split() == ["thor-01", "[SIM]", "thor", "keep", "28.1", "→", "39.7", "35.0", "→", "24.0", "0.64"]
+    # no c=8 level in this record: its change is "-"; decided this run (a verdict with an action)
+    assert thor.split() == ["thor-01", "[SIM]", "thor", "keep", "28.1", "→", "39.7", "35.0", "→", "24.0", "-", "0.64",
+                            "this", "run"]
     agx = [l for l in shown.lines if l.startswith("agx-01")][0]
     assert "kept below the keep bar*" in agx and "marginal" not in text and "* flagged" in text
     assert "nano-01: no result recorded (failures=0 unreachable=1)" in text
@@ -177,3 +179,47 @@ def test_a_host_off_by_policy_reads_so_not_as_a_refusal():
     nx = [line for line in shown.lines if line.startswith("nx-01")][0]
     assert nx.split()[:5] == ["nx-01", "orin_nx", "off", "by", "policy"], nx
     assert "refused" not in nx
+
+
+class FakePlay(object):
+    def __init__(self, name, hosts):
+        self.name, self.hosts = name, hosts
+
+    def get_name(self):
+        return self.name
+
+
+class PublishedResult(object):
+    def __init__(self, host, record):
+        self._result = {"ansible_stats": {"data": {"jetson_specdec": {host: record}}}}
+
+
+def verdict_record(status, gain, c8, decision, action):
+    return {"status": status, "facts": {"family": "thor"},
+            "verdict": {"decision": decision, "action": action,
+                        "estimates": {"c1_throughput_gain": {"point": gain, "low": gain - 0.1, "high": gain + 0.1},
+                                      "c8_throughput_change": {"point": c8, "low": c8 - 0.05, "high": c8 + 0.05}}}}
+
+
+def test_each_batchs_verdicts_print_when_the_next_batch_starts():
+    cb = CallbackModule(display=FakeDisplay())
+    hosts = ["thor-01", "thor-02", "agx-01", "nx-01"]
+    cb.v2_playbook_on_play_start(FakePlay("Check every selected host", hosts + ["agx-09"]))
+    cb.v2_runner_on_ok(PublishedResult("agx-09", {"status": "unchanged"}))  # converged in the check: not a verdict
+    roll = FakePlay("Roll out speculative decoding, host by host", hosts)
+    cb.v2_playbook_on_play_start(roll)  # the canary batch
+    assert cb._display.banners == []
+    cb.v2_runner_on_ok(PublishedResult("thor-01", verdict_record("kept", 0.514, 0.228, "keep", "keep")))
+    cb.v2_playbook_on_play_start(roll)  # the second batch starts: the canary's verdict first
+    assert cb._display.banners == ["JETSON SPECDEC: BATCH DONE"]
+    assert cb._display.lines == ["  thor-01: keep (c=1 +51.4%, c=8 +22.8%)", "  1 of 4 hosts of this play done"]
+    cb.v2_runner_on_ok(PublishedResult("agx-01", verdict_record("reverted", 0.55, -0.28, "revert", "revert")))
+    cb.v2_runner_on_ok(PublishedResult("nx-01", {"status": "off", "reasons": ["off by policy: vllm_server_speculation is "
+                                                                         "false for this host (group_vars)"]}))
+    cb.v2_runner_on_ok(PublishedResult("nx-01", {"status": "off", "reasons": ["published twice"]}))  # counted once
+    cb.v2_playbook_on_play_start(FakePlay("Write the fleet report", hosts + ["localhost"]))
+    assert cb._display.lines[2:] == ["  agx-01: revert (c=1 +55.0%, c=8 -28.0%)",
+                                     "  nx-01: off by policy (off by policy: vllm_server_speculation is false for this host "
+                                     "(group_vars))", "  3 of 4 hosts of this play done"]
+    cb.v2_playbook_on_play_start(FakePlay("Write the fleet report", hosts + ["localhost"]))
+    assert len(cb._display.banners) == 2  # nothing new: no empty batch block
