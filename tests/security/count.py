@@ -122,6 +122,8 @@ UNIT_CLASSES = {
         "model cache: FIFO or link",
     UNIT + "module_utils/test_model_files_untrusted.py::test_a_planted_ref_does_not_block_the_snapshot_lookup":
         "model cache: FIFO or link",
+    UNIT + "module_utils/test_common_hooks.py::test_a_hook_that_cannot_work_names_the_rule_the_variable_and_the_fix":
+        "input.rollout_hook",
     UNIT + "module_utils/test_pull_inputs.py::test_hostile_arguments_are_refused": "input.pull_extra_args",
     UNIT + "module_utils/test_pull_inputs.py::test_ansible_pulls_parser_catches_what_changes_the_checkout_on_its_own":
         "input.pull_extra_args",
