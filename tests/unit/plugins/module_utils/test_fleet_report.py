@@ -141,8 +141,9 @@ def test_the_simulated_banner_says_how_the_stand_ins_numbers_are_scaled():
     rep = fr.build_report([sim], "r", "t")
     assert rep["summary"]["time_scales"] == [0.1]
     note = fr.simulated_note(rep)
-    assert "10x faster than board time (time_scale 0.1)" in note and "ratios (gain, drop, acceptance) are unaffected" in note
-    assert "tok/s read 10x higher and milliseconds 0.1 of what the profile's board would show" in note
+    assert "10x faster than board time (time_scale 0.1)" in note and "converted to board time" in note
+    assert "ratios - gain, drop, acceptance - are unaffected" in note
+    assert "every tok/s and millisecond shown here is converted to board time" in note
     sim["baseline"]["simulated"] = sim["candidate"]["simulated"] = "thor_t5000; time_scale=1"
     assert "faster than board time" not in fr.simulated_note(fr.build_report([sim], "r", "t"))
 

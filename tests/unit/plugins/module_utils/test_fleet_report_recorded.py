@@ -44,7 +44,8 @@ def test_the_change_columns_are_the_verdicts_estimates_with_intervals_in_one_sig
     assert row["c8_change_high"] == est["c8_throughput_change"]["high"] < 0 and row["interval"] is True
     assert fr.fmt_change(row["c1_gain"], row["c1_gain_low"], row["c1_gain_high"]) == "+49.7% [+36.9, +63.7]"
     md = fr.render_markdown(build())
-    assert "| agx-02 (SIMULATED) | revert | baseline | llama-3.1-8b · vLLM 0.20.1 | 248.0 | +49.7% [+36.9, +63.7] | 3.5 " \
+    # in board time: the stand-in ran 10x faster (time_scale 0.1), 248.0 tok/s and 3.54 ms as it measured
+    assert "| agx-02 (SIMULATED) | revert | baseline | llama-3.1-8b · vLLM 0.20.1 | 24.8 | +49.7% [+36.9, +63.7] | 35.4 " \
            "| -40.4% [-47.4, -32.6] | -27.0% [-35.4, -17.5] | 0.51 | this run |" in md
     assert "drop +" not in md.split("## Why each host", maxsplit=1)[0]  # no double negative in the tables
 
@@ -55,11 +56,13 @@ def test_the_arms_numbers_are_the_geometric_means_of_the_rounds_the_verdict_used
             for lvl in r["levels"] if lvl["concurrency"] == 1]
     assert len(base) == 5
     row = fr.host_row(record)
-    assert row["c1_tok_s_before"] == pytest.approx(math.exp(sum(math.log(v) for v in base) / len(base)))
+    # board time: the stand-in's numbers times its time_scale (0.1)
+    assert row["time_scale"] == 0.1
+    assert row["c1_tok_s_before"] == pytest.approx(0.1 * math.exp(sum(math.log(v) for v in base) / len(base)))
     # a round set aside is not evidence: it leaves the mean too
     aside = copy.deepcopy(record)
     aside["verdict"]["set_aside"] = [{"round": 1, "arm": "baseline", "reasons": ["throttled"]}]
-    assert fr.host_row(aside)["c1_tok_s_before"] == pytest.approx(math.exp(sum(math.log(v) for v in base[1:]) / 4))
+    assert fr.host_row(aside)["c1_tok_s_before"] == pytest.approx(0.1 * math.exp(sum(math.log(v) for v in base[1:]) / 4))
 
 
 def test_outcomes_and_the_fleet_as_it_runs_now_count_kept_hosts_only():
@@ -124,7 +127,8 @@ def test_each_host_says_k_method_model_vllm_tails_and_when_it_was_decided():
                         {"label": "eagle3 at utilization 0.75", "vllm_server_speculative_model": "org/head"}, {})
     assert judged["speculative_model"] == "org/head" and fr.host_row(judged)["head"] == "org/head"
     tails = fr.latency_tails(BY_HOST["thor-01"])
-    assert tails.startswith("TPOT p50/p90/p99 ms 2.3/2.3/2.3 → 1.5/1.8/2.0; TTFT p50/p90/p99 ms")
+    # board time (the stand-in's 2.3 ms at time_scale 0.1 is the board's 23 ms)
+    assert tails.startswith("TPOT p50/p90/p99 ms 22.9/23.0/23.0 → 15.1/18.1/20.4; TTFT p50/p90/p99 ms"), tails
     # a converged host: its verdict's date, read from the state file by record.from_stored
     state = {"status": "kept", "updated_at": "2026-11-02T03:04:05Z", "verdict": BY_HOST["thor-01"]["verdict"],
              "benchmarks": {"baseline": BY_HOST["thor-01"]["baseline"], "candidate": BY_HOST["thor-01"]["candidate"],
