@@ -84,7 +84,7 @@ def rollout_settings(bench, verdict, ttft=None):
     levels = bench.get("concurrency")
     if not isinstance(levels, list) or not levels:
         raise SettingsError("rollout_bench_concurrency must be a non-empty list of concurrency levels, got %r."
-                              % (levels,))
+                            % (levels,))
     try:
         levels = sorted(set(int(level) for level in levels))
         if any(level < 1 for level in levels):

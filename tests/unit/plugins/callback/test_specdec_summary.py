@@ -214,8 +214,8 @@ def test_each_batchs_verdicts_print_when_the_next_batch_starts():
     assert cb._display.banners == ["JETSON SPECDEC: BATCH DONE"]
     assert cb._display.lines == ["  thor-01: keep (c=1 +51.4%, c=8 +22.8%)", "  1 of 4 hosts of this play done"]
     cb.v2_runner_on_ok(PublishedResult("agx-01", verdict_record("reverted", 0.55, -0.28, "revert", "revert")))
-    cb.v2_runner_on_ok(PublishedResult("nx-01", {"status": "off", "reasons": ["off by policy: vllm_server_speculation is "
-                                                                         "false for this host (group_vars)"]}))
+    off = {"status": "off", "reasons": ["off by policy: vllm_server_speculation is false for this host (group_vars)"]}
+    cb.v2_runner_on_ok(PublishedResult("nx-01", off))
     cb.v2_runner_on_ok(PublishedResult("nx-01", {"status": "off", "reasons": ["published twice"]}))  # counted once
     cb.v2_playbook_on_play_start(FakePlay("Write the fleet report", hosts + ["localhost"]))
     assert cb._display.lines[2:] == ["  agx-01: revert (c=1 +55.0%, c=8 -28.0%)",

@@ -57,5 +57,3 @@ def test_a_ready_server_reports_the_gap_of_the_restart_it_followed():
     assert not failed, result
     assert result["models"] == ["m"] and 29.0 <= result["serving_gap_s"] <= 40.0, result
     assert abs(result["stopped_at_monotonic"] - (now - 30)) < 0.01
-
-
