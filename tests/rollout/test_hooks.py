@@ -23,11 +23,12 @@ SHORT = {"rollout_bench_num_prompts": 8, "rollout_bench_warmup_prompts": 1, "rol
          "rollout_verdict_restart_s": 5, "rollout_verdict_max_rounds": 8}
 LOG = "/var/log/specdec-hooks.log"
 
-# Someone else's users: four threads sending short completions for 40 s, errors ignored (the server restarts).
+# Someone else's users: four threads sending short completions for 60 s (past the baseline's first round even on a
+# loaded machine), errors ignored (the server restarts).
 FOREIGN = textwrap.dedent("""\
     import json, threading, time, urllib.request
     def user():
-        end = time.time() + 40
+        end = time.time() + 60
         while time.time() < end:
             try:
                 model = json.load(urllib.request.urlopen("http://127.0.0.1:8000/v1/models", timeout=5))["data"][0]["id"]
