@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The plays that gather facts before vllm_server ask the CLI the unit runs (issue 33 item 1).
 
-roles/rollout/tasks/check.yml, playbooks/deploy.yml and playbooks/revert.yml read the facts before the role's defaults
+roles/rollout/tasks/check.yml, playbooks/deploy.yml and roles/rollout/tasks/revert.yml read the facts before the role's defaults
 exist, so they repeat vllm_server_native_bin's default: it must be the role's, or the role's
 preflight reads the facts again (and on a simulated board from another root).
 """
@@ -34,7 +34,7 @@ def _load(rel):
 
 def test_plays_that_gather_facts_first_ask_the_configured_cli_with_the_roles_default():
     default = _load("roles/vllm_server/defaults/main/main.yml")["vllm_server_native_bin"]
-    for rel in ("roles/rollout/tasks/check.yml", "playbooks/deploy.yml", "playbooks/revert.yml"):
+    for rel in ("roles/rollout/tasks/check.yml", "playbooks/deploy.yml", "roles/rollout/tasks/revert.yml"):
         tasks = list(_facts_tasks(_load(rel)))
         assert tasks, rel
         for args in tasks:

@@ -65,9 +65,12 @@ def test_a_converged_host_with_a_hold_record_is_released_under_the_lock():
 
 
 def test_revert_releases_a_hold_before_its_unlock():
-    tasks = load("playbooks", "revert.yml")[0]["tasks"]
+    # playbooks/revert.yml runs the rollout role's revert entry point
+    play = load("playbooks", "revert.yml")[0]["tasks"]
+    assert any((t.get("ansible.builtin.include_role") or {}).get("tasks_from") == "revert" for t in play), play
+    tasks = load("roles", "rollout", "tasks", "revert.yml")
     steps = [(m, a.get("state"), w) for m, a, w in actions(tasks)]
     release = [i for i, s in enumerate(steps) if s[0] == RELEASE]
     unlock = [i for i, s in enumerate(steps) if s[:2] == (LOCK, "unlock")]
     assert release and unlock and release[0] < unlock[0]
-    assert "revert_lock.clock_hold" in steps[release[0]][2]
+    assert "rollout_revert_lock.clock_hold" in steps[release[0]][2]
