@@ -9,7 +9,9 @@ Order (one real vLLM starts at a time; the module's tests share the two hosts):
   2. the kept host now runs the prefix draft under the role's unit: the argv the kernel has
      carries a --speculative-config that json-decodes to exactly the planned dict, the service
      runs as `vllm` with the loopback environment, and the spec-decode counters grow;
-  3. endpoint contract: both hosts (speculative, baseline) against the simulator;
+  3. the watch (playbooks/watch.yml) reads the kept host's real counters around its users' traffic: steady;
+     the reverted host has nothing to watch; then the endpoint contract: both hosts (speculative, baseline)
+     against the simulator;
   4. the role with ngram on the reverted host: same argv and counter checks;
   5. the role with EAGLE-3 (the lane's head; facts from a Thor fixture tree): same checks;
   6. the role with a config that passes preflight but vLLM rejects: the wait task fails with
@@ -209,6 +211,59 @@ def test_kept_host_serves_prefix_draft_under_the_role(hosts):
                                        "mean_acceptance_length": d["mean_acceptance_length"],
                                        "drafts": d["drafts"]}
     print(f"\n[lane] kept host: --speculative-config decodes to {want}; counters {d}")
+
+
+WATCH = REPO / "playbooks" / "watch.yml"
+WATCH_PROM = "/var/lib/node_exporter/textfile_collector/jetson_specdec_watch.prom"
+# What the kept host's users send while the watch looks: sequential completions with the key, for `seconds`.
+USERS = r"""
+import json, random, sys, time, urllib.request
+port, key, model, seconds = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+words = "the log shows a service that restarts after the update and the operator asks why".split()
+rng, end, n = random.Random(3), time.monotonic() + seconds, 0
+while time.monotonic() < end:
+    body = {"model": model, "prompt": " ".join(rng.choice(words) for _ in range(48)), "max_tokens": 32,
+            "ignore_eos": True, "temperature": 0}
+    req = urllib.request.Request("http://127.0.0.1:%s/v1/completions" % port, data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json", "Authorization": "Bearer " + key})
+    urllib.request.urlopen(req, timeout=120).read()
+    n += 1
+print(n)
+"""
+
+
+def _watch_values(name: str) -> dict:
+    text = lane.docker("exec", name, "cat", WATCH_PROM, timeout=30).stdout
+    return dict((line.rsplit(" ", 1)[0], float(line.rsplit(" ", 1)[1]))
+                for line in text.splitlines() if line and not line.startswith("#"))
+
+
+def test_the_watch_reads_real_vllms_counters_on_the_kept_host(hosts):
+    """playbooks/watch.yml against real vLLM (issue 35): the kept host's /metrics, scraped twice around a window of
+    its users' traffic, give the acceptance the verdict kept it on (the prefix draft: every token accepted), so the
+    host is steady; the reverted host has nothing to watch."""
+    name = hosts["names"]["keep"]
+    users = subprocess.Popen(["docker", "exec", name, "python3", "-c", USERS, str(rh.PORT), rh.API_KEY,
+                              lane.SERVED_NAME, "40"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    # a TPOT rise allowance near 1: the CPU lane's timing is not under test here, the counters are
+    extra = {"rollout_watch_window": 10, "rollout_watch_min_requests": 3, "rollout_watch_min_draft_tokens": 30,
+             "rollout_watch_tpot_rise": 0.99}
+    rc, out = rh.ansible_playbook(hosts["inventory"], WATCH, extra, log=hosts["logs"] / "watch.log", timeout=600)
+    sent, err = users.communicate(timeout=300)
+    assert users.returncode == 0, err[-2000:]
+    assert rc == 0, "\n".join(out.splitlines()[-60:])
+    values = _watch_values(name)
+    observed = values['jetson_specdec_watch_acceptance_rate{source="observed"}']
+    kept = values['jetson_specdec_watch_acceptance_rate{source="kept"}']
+    hosts["results"]["watch"] = {"observed_acceptance": observed, "kept_acceptance": kept,
+                                 "requests": values.get("jetson_specdec_watch_requests"), "sent": int(sent.strip())}
+    print(f"\n[lane] watch: {hosts['results']['watch']}")
+    assert values['jetson_specdec_watch_status{status="steady"}'] == 1, (values, out[-3000:])
+    assert values["jetson_specdec_watch_requests"] >= 3 and observed >= 0.99 and kept >= 0.99, values
+    assert "keep: steady. Steady over the" in out, out[-3000:]
+    assert _watch_values(hosts["names"]["revert"])['jetson_specdec_watch_status{status="not_kept"}'] == 1
+    assert "revert: not_kept. Nothing to watch: the state says reverted, not kept." in out, out[-3000:]
 
 
 def test_endpoint_contract_real_vs_simulator(hosts, tmp_path):
