@@ -6,7 +6,8 @@ Two Thor boards, alike: both are rolled out and kept. Their stand-ins' acceptanc
 watch-steady the kind of prompts it was benchmarked on, while jetson.specdec.watch reads both hosts' /metrics
 over a window: watch-drift is reported drifted with its numbers, watch-steady steady, and neither is touched.
 A second watch with rollout_watch_action=revert, while only watch-drift has traffic, reverts watch-drift
-through the revert path and finds too little traffic on watch-steady (not a verdict, left alone).
+through the revert path and finds too little traffic on watch-steady (not a verdict, left alone). A third,
+rollout_watch_action=reevaluate, marks watch-steady, and the next rollout evaluates it again and clears the mark.
 Observable results only: the watch's textfile, the playbook's output, state files, what each host serves.
 """
 import subprocess
@@ -162,6 +163,23 @@ def test_the_reevaluate_action_marks_the_drifted_host_for_the_next_rollout(fleet
     assert mark["observed"]["acceptance"] < 0.5 * kept, (mark, kept)
     assert state["info"]["family"] and state["info"]["model"]  # the rest of info is kept
     assert_serving(fleet, "watch-steady", speculative=True)  # marked, not touched
+
+
+def test_the_next_rollout_evaluates_the_marked_host_again_and_clears_the_mark(fleet):
+    assert (fleet.state("watch-steady")["info"] or {}).get("watch_reevaluate"), "the premise: the host is marked"
+    rc, out, dummy = fleet.run("playbooks/rollout.yml", "-l", "watch-steady", rollout_run_id="watch-reevaluated")
+    assert rc == 0, out[-4000:]
+    assert "the watch found the kept config drifted (Acceptance drifted:" in out, out[-4000:]
+    assert "Benchmark the baseline" in out  # judged again, not converged
+    state = fleet.state("watch-steady")
+    assert state["status"] in ("kept", "reverted") and not watch_mark(state), state["info"]
+    assert state["info"]["run_id"] == "watch-reevaluated", state["info"]
+    assert fleet.report_rows("watch-reevaluated")["watch-steady"]["status"] in ("kept", "reverted")
+
+
+def watch_mark(state):
+    """The watch's mark, if the re-evaluation left it (it must not)."""
+    return (state.get("info") or {}).get("watch_reevaluate")
 
 
 def test_a_host_no_longer_kept_has_nothing_to_watch(fleet):
