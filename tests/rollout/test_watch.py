@@ -169,7 +169,7 @@ def test_the_next_rollout_evaluates_the_marked_host_again_and_clears_the_mark(fl
     assert (fleet.state("watch-steady")["info"] or {}).get("watch_reevaluate"), "the premise: the host is marked"
     rc, out, dummy = fleet.run("playbooks/rollout.yml", "-l", "watch-steady", rollout_run_id="watch-reevaluated")
     assert rc == 0, out[-4000:]
-    assert "the watch found the kept config drifted (Acceptance drifted:" in out, out[-4000:]
+    assert "watch-steady: evaluated again: the watch found the kept config drifted (Acceptance drifted:" in out, out[-4000:]
     assert "Benchmark the baseline" in out  # judged again, not converged
     state = fleet.state("watch-steady")
     assert state["status"] in ("kept", "reverted") and not watch_mark(state), state["info"]
