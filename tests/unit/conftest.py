@@ -106,31 +106,28 @@ def pytest_configure(config):  # pylint: disable=unused-argument
     _install_guards()
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_setup(item):
+def _during(item):
+    """A test phase (setup, call, teardown) of ``item``: the guards name it while it runs."""
     _ACTIVE.append(item)
     try:
         yield
     finally:
         _ACTIVE.pop()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    yield from _during(item)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item):
-    _ACTIVE.append(item)
-    try:
-        yield
-    finally:
-        _ACTIVE.pop()
+    yield from _during(item)
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item):
-    _ACTIVE.append(item)
-    try:
-        yield
-    finally:
-        _ACTIVE.pop()
+    yield from _during(item)
 
 
 @pytest.hookimpl(hookwrapper=True)
