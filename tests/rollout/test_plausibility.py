@@ -107,7 +107,7 @@ def straddles(est, key):
 
 def below_bar(est):
     """The keep bar is not shown: a lower bound below its bar (the interval straddles it or lies below)."""
-    return any(est[key]["low"] < bar for key, bar in KEEP_BAR.items())
+    return any(est[key]["low"] < threshold for key, threshold in KEEP_BAR.items())
 
 
 def test_an_interval_below_the_keep_bar_is_not_kept_by_default(fleet):
