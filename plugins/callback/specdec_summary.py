@@ -37,7 +37,7 @@ import atexit
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.jetson.specdec.plugins.module_utils.record.report import (
-    decided_label, decision_words, fmt_num, fmt_pair, host_row,
+    decided_label, decision_label, decision_words, fmt_num, fmt_pair, fmt_pct, host_row,
 )
 
 STATS_KEY = "jetson_specdec"
@@ -47,10 +47,6 @@ HEADER = ("host", "family", "decision", "c1 tok/s before→after", "TPOT p50 ms 
 DONE_STATUSES = ("kept", "reverted", "refused", "off", "failed")
 
 
-def pct(value):
-    return "%+.1f%%" % (100.0 * value) if isinstance(value, (int, float)) and not isinstance(value, bool) else "-"
-
-
 def batch_lines(records, done, total):
     """The verdicts of a batch that just ended, one line per host, and the play's progress."""
     out = []
@@ -58,12 +54,9 @@ def batch_lines(records, done, total):
         record = dict(records[host])
         record.setdefault("host", host)
         row = host_row(record)
-        words = decision_words(row["decision"]) if row["decision"] else row["status"]
-        if row.get("action") and row["action"] != row["decision"]:
-            words += " -> " + row["action"]
-        numbers = ("c=1 %s, c=8 %s" % (pct(row.get("c1_gain")), pct(row.get("c8_change")))
-                   if row.get("c1_gain") is not None else (record.get("reasons") or [""])[0][:160])
-        out.append("  %s: %s%s" % (host, words, (" (%s)" % numbers) if numbers else ""))
+        numbers = ("c=1 %s, c=8 %s" % (fmt_pct(row.get("c1_gain")), fmt_pct(row.get("c8_change")))
+                   if row.get("c1_gain") is not None else (record.get("reasons") or [""])[0])
+        out.append("  %s: %s%s" % (host, decision_label(row), (" (%s)" % numbers) if numbers else ""))
     out.append("  %d of %s hosts of this play done" % (done, total if total is not None else "?"))
     return out
 
@@ -117,7 +110,7 @@ def summary_lines(stats):
         rows.append((host + (" [SIM]" if row["simulated"] else ""), row["family"], decision,
                      fmt_pair(row["c1_tok_s_before"], row["c1_tok_s_after"]),
                      fmt_pair(row["tpot_p50_before"], row["tpot_p50_after"]),
-                     pct(row.get("c8_change")), fmt_num(row["acceptance_rate"], 2),
+                     fmt_pct(row.get("c8_change")), fmt_num(row["acceptance_rate"], 2),
                      decided_label(row) or "-"))
     lines = []
     if rows:

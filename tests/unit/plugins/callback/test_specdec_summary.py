@@ -58,8 +58,8 @@ def test_prints_table_and_hosts_without_record():
     assert shown.lines[0].split() == ["host", "family", "decision", "c1", "tok/s", "before→after", "TPOT", "p50",
                                       "ms", "before→after", "c8", "change", "accept", "decided"]
     thor = [l for l in shown.lines if l.startswith("thor-01")][0]
-    # no c=8 level in this record: its change is "-"; decided this run (a verdict with an action)
-    assert thor.split() == ["thor-01", "[SIM]", "thor", "keep", "28.1", "→", "39.7", "35.0", "→", "24.0", "-", "0.64",
+    # no c=8 level in this record: its change is "–"; decided this run (a verdict with an action)
+    assert thor.split() == ["thor-01", "[SIM]", "thor", "keep", "28.1", "→", "39.7", "35.0", "→", "24.0", "–", "0.64",
                             "this", "run"]
     agx = [l for l in shown.lines if l.startswith("agx-01")][0]
     assert "kept below the keep bar*" in agx and "marginal" not in text and "* flagged" in text
