@@ -13,6 +13,10 @@ Statistics (docs/verdict.md explains them for an operator):
 * Every round gives, per metric (c=1 throughput, c=1 TPOT median, c=8
   throughput), a log value and the variance its requests imply
   (module_utils/verdict/evidence.py).
+* Failed requests cost each arm the time they held a stream, charged at the
+  arm's failure rate pooled over all its levels and rounds (the same for
+  every round; evidence.failure_charge), with that rate's uncertainty in the
+  interval.  A round's own count of hangs is mostly chance.
 * A round also moves as a whole when clocks or temperature move ("drift").
   The variance of one round's value is estimated from repeated rounds of the
   same arm (pooled over both arms), shrunk towards ``drift_prior`` plus the
@@ -467,10 +471,10 @@ def _failure_sentence(data, levels):
             parts.append("the %s failed none of its %d" % (arm, info["requests"]))
             continue
         costs = ["%.1f%% at concurrency %d" % (100.0 * (1.0 - math.exp(-charges[c][arm][0])), c) for c in levels]
-        parts.append("the %s failed %d of %d (%.1f%%), each holding a stream %.1f s on average, which costs "
-                     "its throughput %s" % (arm, info["failed"], info["requests"],
-                                            100.0 * info["failed"] / info["requests"], info["held_ms"] / 1000.0,
-                                            " and ".join(costs)))
+        parts.append("the %s failed %d of %d (%.1f%%), each charged %.1f s on average, which costs its "
+                     "throughput %s" % (arm, info["failed"], info["requests"],
+                                        100.0 * info["failed"] / info["requests"], info["held_ms"] / 1000.0,
+                                        " and ".join(costs)))
     if all(charges[levels[0]][arm][2]["failed"] == 0 for arm in ARMS):
         return None
     return ("Failed requests cost the arm that failed them the time they held a stream (at least a typical "

@@ -301,7 +301,7 @@ def test_a_hang_is_charged_at_the_arms_pooled_rate_to_every_round_and_level():
         assert (hung["estimates"][key]["high"] - hung["estimates"][key]["low"]
                 > clean["estimates"][key]["high"] - clean["estimates"][key]["low"])
     sentence = [r for r in hung["reasons"] if r.startswith("Failed requests cost")]
-    assert len(sentence) == 1 and "the candidate failed 1 of 241 (0.4%), each holding a stream 120.0 s" in sentence[0]
+    assert len(sentence) == 1 and "the candidate failed 1 of 241 (0.4%), each charged 120.0 s" in sentence[0]
     assert "the baseline failed none of its 240" in sentence[0]
     assert not [r for r in clean["reasons"] if r.startswith("Failed requests cost")]
 
