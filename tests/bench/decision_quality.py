@@ -25,8 +25,11 @@ candidate whose requests hang is judged on its effective throughput, the hung ti
 * far / mid: action agreement on cases >= 5 / 2.5-5 points from every threshold that can change
   the action (30 % gain, 20 % TPOT drop, -5 % at c=8);
 * slower kept: true gain < 0 or true c=8 change < -5 % (beyond the tolerance), action keep;
-* good reverted: gain >= 40 %, TPOT <= -30 %, c=8 >= 0, >= 5 points from every threshold,
-  action revert;
+* good reverted: gain >= 40 %, TPOT <= -30 %, c=8 >= 0, >= 5 points from every threshold, and
+  failing no more often than the baseline (issue #31: a failure rate above the baseline's is a
+  revert reason of its own, verdict.failure_rate), action revert; candidates good by throughput
+  whose requests hang are counted apart ("good by throughput, failing more"), with how many of them
+  were reverted for their failures;
 * cost: requests per arm and level on cases >= 10 points from every threshold, and the mean;
 * neutral c=8: share kept and requests per arm and level.
 Besides the matrix, cases/2 clearly good and cases/2 truly slower configs are
@@ -227,7 +230,8 @@ def run_new(rng, truth, cv, drift_sd, params, noise=None):
     while True:
         out = spec_decide(rounds, **params)
         if out["action"] != "measure_more":
-            return out["action"], out["decision"], out["requests_used"], out["rounds_used"], out["restarts"]
+            return (out["action"], out["decision"], out["requests_used"], out["rounds_used"], out["restarts"],
+                    out["rule"])
         nxt = out["next_round"]
         rounds.append({"arm": nxt["arm"], "result": bench_round(rng, truth, nxt["arm"], nxt["num_prompts"],
                                                                 cv, drift_sd, noise, len(rounds))})
@@ -258,7 +262,7 @@ def _case(job):
     new = run_new(random.Random(seed * 7 + 1), truth, cv, drift_sd, params, noise)
     # today's verdict is only compared under the basic noise model it was built for
     today = run_today(random.Random(seed * 7 + 2), truth, cv, drift_sd) if name in BASIC else None
-    return effective(truth, noise), new, today, stratum
+    return effective(truth, noise), new, today, stratum, noise.get("hang", 0.0)
 
 
 # --------------------------------------------------------------------------- scoring
@@ -271,10 +275,12 @@ def score(results, which):
     inconclusive = 0
     neutral = neutral_kept = 0
     neutral_cost = 0.0
-    for truth, new, today, stratum in results:
+    failing_good = failing_good_failures = failing_good_kept = 0
+    for truth, new, today, stratum, hang in results:
         if (new if which == "new" else today) is None:
             continue
-        action, decision, req, rnd, rst = new if which == "new" else today
+        action, decision, req, rnd, rst = (new if which == "new" else today)[:5]
+        rule = (new if which == "new" else today)[5:6] or [None]
         gain, tpot, c8 = truth
         if stratum == "neutral":
             neutral += 1
@@ -285,8 +291,15 @@ def score(results, which):
             slower += 1
             slower_kept += action == "keep"
         if gain >= 0.40 and tpot <= -0.30 and c8 >= 0 and distance(gain, tpot, c8) >= 0.05:
-            good += 1
-            good_rev += action == "revert"
+            if hang:
+                # good by throughput (the hung time included), but it fails more often than the baseline
+                # (which never hangs): the rule reverts that once it shows beyond chance
+                failing_good += 1
+                failing_good_failures += rule[0] in ("verdict.failure_rate", "verdict.failed_ratio")
+                failing_good_kept += action == "keep"
+            else:
+                good += 1
+                good_rev += action == "revert"
         if stratum != "matrix":
             continue  # the extra strata only sharpen the two error rates above
         want = true_action(gain, tpot, c8)
@@ -310,10 +323,16 @@ def score(results, which):
             "slower_kept": slower_kept / max(1, slower), "n_slower": slower, "slower_kept_count": slower_kept,
             "good_reverted": good_rev / max(1, good), "n_good": good, "good_reverted_count": good_rev,
             "cost10": cost10 / max(1, n10), "requests": reqs / n, "rounds": rounds / n,
-            "restarts": restarts / n, "inconclusive": inconclusive / n}
+            "restarts": restarts / n, "inconclusive": inconclusive / n, "failing_good": failing_good,
+            "failing_good_failures": failing_good_failures, "failing_good_kept": failing_good_kept}
 
 
 def _fmt_row(label, s):
+    if s["failing_good"]:
+        return _fmt_row(label, dict(s, failing_good=0)) + (
+            "\n  %-13s good by throughput, failing more than the baseline: %d; reverted for their failures "
+            "(verdict.failure_rate, verdict.failed_ratio) %d, kept %d" % (
+                "", s["failing_good"], s["failing_good_failures"], s["failing_good_kept"]))
     if s["n_neutral"]:
         return ("  %-13s kept %6.2f%% (n=%d) at %5.1f requests/arm/level" % (
             label, 100 * s["neutral_kept"], s["n_neutral"], s["neutral_cost"]))

@@ -13,6 +13,10 @@ Statistics (docs/verdict.md explains them for an operator):
 * Every round gives, per metric (c=1 throughput, c=1 TPOT median, c=8
   throughput), a log value and the variance its requests imply
   (module_utils/verdict/evidence.py).
+* Failed requests cost each arm the time they held a stream, charged at the
+  arm's failure rate pooled over all its levels and rounds (the same for
+  every round; evidence.failure_charge), with that rate's uncertainty in the
+  interval.  A round's own count of hangs is mostly chance.
 * A round also moves as a whole when clocks or temperature move ("drift").
   The variance of one round's value is estimated from repeated rounds of the
   same arm (pooled over both arms), shrunk towards ``drift_prior`` plus the
@@ -182,8 +186,28 @@ def fisher_greater(bad_c, n_c, bad_b, n_b):
 
 # --------------------------------------------------------------------------- estimates
 
+def failure_charges(rounds, level):
+    """{arm: (penalty, variance, info)}: what failed requests cost each arm's throughput at ``level``
+    (evidence.failure_charge: the arm's failures pooled over every level and round it ran, charged to
+    every round alike), and the share of the arm's rounds at ``level`` that are charged (those with
+    per-request data; the others' tokens / duration holds the time already)."""
+    out = {}
+    for arm in ARMS:
+        mine = [r for r in rounds if r["arm"] == arm]
+        at = [r["levels"][level] for r in mine]
+        penalty, var, info = ev.failure_charge([lvl for r in mine for lvl in r["levels"].values()], at)
+        share = float(sum(1 for lvl in at if lvl and lvl["per_request"])) / len(at) if at else 0.0
+        out[arm] = (penalty * share, var * share * share, info)
+    return out
+
+
 def _effect(rounds, level, key, p):
-    """Difference candidate - baseline of the arms' mean log ``key`` at ``level``: (diff, se, drift)."""
+    """Difference candidate - baseline of the arms' mean log ``key`` at ``level``: (diff, se, drift).
+
+    For the throughput the rounds' values are the successful requests' rates; each arm's pooled failure
+    charge is subtracted from its mean, and the charge's own uncertainty (a rate from a few failures) adds
+    to the standard error.  The drift is measured on the rates alone: a hang in one round is no longer
+    scatter between rounds."""
     values = dict((arm, [(r["levels"][level][key], r["levels"][level][key + "_var"])
                          for r in rounds if r["arm"] == arm]) for arm in ARMS)
     within = [v for arm in ARMS for _y, v in values[arm]]
@@ -203,9 +227,14 @@ def _effect(rounds, level, key, p):
         round_var = prior
     round_var = max(round_var, mean_within)
     means = dict((arm, math.fsum(y for y, _v in values[arm]) / len(values[arm])) for arm in ARMS)
-    se = math.sqrt(round_var * (1.0 / len(values["baseline"]) + 1.0 / len(values["candidate"])))
+    se2 = round_var * (1.0 / len(values["baseline"]) + 1.0 / len(values["candidate"]))
     drift = math.sqrt(max(0.0, round_var - mean_within))
-    return means["candidate"] - means["baseline"], se, drift
+    if key == "thr":
+        charges = failure_charges(rounds, level)
+        for arm in ARMS:
+            means[arm] -= charges[arm][0]
+            se2 += charges[arm][1]
+    return means["candidate"] - means["baseline"], math.sqrt(se2), drift
 
 
 def change_key(level, levels):
@@ -432,6 +461,26 @@ def _describe(est, p):
     return out
 
 
+def _failure_sentence(data, levels):
+    """What failed requests cost each arm (failure_charges), or None when neither arm failed."""
+    charges = dict((c, failure_charges(data, c)) for c in levels)
+    parts = []
+    for arm in ("candidate", "baseline"):
+        info = charges[levels[0]][arm][2]
+        if not info["failed"]:
+            parts.append("the %s failed none of its %d" % (arm, info["requests"]))
+            continue
+        costs = ["%.1f%% at concurrency %d" % (100.0 * (1.0 - math.exp(-charges[c][arm][0])), c) for c in levels]
+        parts.append("the %s failed %d of %d (%.1f%%), each charged %.1f s on average, which costs its "
+                     "throughput %s" % (arm, info["failed"], info["requests"],
+                                        100.0 * info["failed"] / info["requests"], info["held_ms"] / 1000.0,
+                                        " and ".join(costs)))
+    if all(charges[levels[0]][arm][2]["failed"] == 0 for arm in ARMS):
+        return None
+    return ("Failed requests cost the arm that failed them the time they held a stream (at least a typical "
+            "request's), charged at the arm's failure rate over all its rounds and levels: %s." % "; ".join(parts))
+
+
 def _open_sentence(open_names, p, est=None):
     levels = [p["low_concurrency"]] + high_levels(p)
     straddling = [str(level) for level, change in regression_estimates(est or {}, levels)
@@ -577,6 +626,9 @@ def _decide(data, aside, usage, fails, levels, p):
 
     est = _estimates(data, levels, p)
     reasons = _describe(est, p)
+    charged = _failure_sentence(data, levels)
+    if charged:
+        reasons.append(charged)
     tri = _tri_states(est, p, levels)
     open_names, possible = possible_decisions(tri)
     actions = set(p["marginal_action"] if d == "marginal" else d for d in possible)

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.decide import next_arm, spec_decide
-from ansible_collections.jetson.specdec.plugins.module_utils.verdict.evidence import level_evidence
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.evidence import failure_charge, level_evidence
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.rule import spec_verdict
 
 TOKENS = 128
@@ -240,21 +240,90 @@ def _with_failures(lvl, count, seconds):
     return out
 
 
+def _charge(levels, at=None):
+    """failure_charge of one arm: ``levels`` pooled, charged at ``at`` (default: all of them)."""
+    return failure_charge([level_evidence(lvl, "x", 0.3) for lvl in levels],
+                          [level_evidence(lvl, "x", 0.3) for lvl in (at or levels)])
+
+
 def test_fast_failures_cost_a_typical_request_each():
     # a failed request delivered nothing and has to be sent again: it costs at least a successful one's time
     clean = level(random.Random(10), 1, 30, 6600.0, 50.0, cv=0.0)
-    ev_clean = level_evidence(clean, "x", 0.3)
-    ev_fast = level_evidence(_with_failures(clean, 3, 0.01), "x", 0.3)
-    assert ev_fast["thr"] == pytest.approx(ev_clean["thr"] + math.log(30 / 33.0))
+    fast = _with_failures(clean, 3, 0.01)
+    # the round's own rate is that of its successful requests; the failures are charged to the arm
+    assert level_evidence(fast, "x", 0.3)["thr"] == pytest.approx(level_evidence(clean, "x", 0.3)["thr"])
+    penalty, var, info = _charge([fast])
+    assert penalty == pytest.approx(math.log(33 / 30.0)) and var > 0
+    assert info == {"failed": 3, "requests": 33, "held_ms": pytest.approx(6600.0)}
+    assert _charge([clean]) == (0.0, 0.0, {"failed": 0, "requests": 30, "held_ms": None})
 
 
 @pytest.mark.parametrize("seconds", [60.0, 120.0])
 def test_hanging_failures_cost_the_time_they_held_a_stream(seconds):
     clean = level(random.Random(10), 1, 30, 6600.0, 50.0, cv=0.0)
-    ev_clean = level_evidence(clean, "x", 0.3)
-    ev_hung = level_evidence(_with_failures(clean, 1, seconds), "x", 0.3)
+    penalty, var, _info = _charge([_with_failures(clean, 1, seconds)])
     # 30 requests of 6.6 s plus one of `seconds` for the same tokens
-    assert ev_hung["thr"] == pytest.approx(ev_clean["thr"] + math.log(30 * 6.6 / (30 * 6.6 + seconds)), rel=1e-6)
+    assert penalty == pytest.approx(math.log((30 * 6.6 + seconds) / (30 * 6.6)), rel=1e-9)
+    # one failure: its rate is known to about 100 % (a count of 1), and the charge's standard error says so
+    m = seconds * 1000.0 / 31
+    assert math.sqrt(var) == pytest.approx(m / (30 / 31.0 * 6600.0 + m), rel=1e-9)
+
+
+def _cv0_rounds(arms, gain=0.5, c8=0.2, hang=None):
+    """Rounds without request noise; ``hang(index, arm, level)``: hung requests (120 s) to add there."""
+    rounds = []
+    for i, arm in enumerate(arms):
+        truth = {"gain": gain, "tpot": -0.4, "c8": c8} if arm == "candidate" else {}
+        res = result(random.Random(i), cv=0.0, **truth)
+        res["runs"] = [_with_failures(run, hang(i, arm, run["concurrency"]) if hang else 0, 120.0)
+                       for run in res["runs"]]
+        rounds.append({"arm": arm, "result": res})
+    return rounds
+
+
+def test_a_hang_is_charged_at_the_arms_pooled_rate_to_every_round_and_level():
+    # #31 item 1: one 120 s hang at c=1 in the second of four candidate rounds (1 of 241 requests). Charged
+    # per round it made that round look like a 40 % slowdown and the c=8 rounds look clean; pooled, every
+    # round and level of the candidate pays the expected hung time per request.
+    arms = ["baseline", "candidate", "candidate", "baseline", "baseline", "candidate", "candidate", "baseline"]
+    hung = spec_decide(_cv0_rounds(arms, hang=lambda i, arm, c: int(i == 2 and c == 1)), failure_alpha=1e-12)
+    clean = spec_decide(_cv0_rounds(arms), failure_alpha=1e-12)
+    m = 120000.0 / 241
+    c1 = 1.5 / (1 + m / (240 / 241.0 * 4400.0)) - 1
+    c8 = 1.2 / (1 + m / (240 / 241.0 * 14000.0 / 1.2)) - 1
+    assert hung["estimates"]["c1_throughput_gain"]["point"] == pytest.approx(c1, abs=2e-6)
+    assert hung["estimates"]["c8_throughput_change"]["point"] == pytest.approx(c8, abs=2e-6)
+    assert clean["estimates"]["c1_throughput_gain"]["point"] == pytest.approx(0.5, abs=2e-6)
+    # the hang is no scatter between rounds: the drift is that of the rates, the same as without it
+    for key in ("c1_throughput_gain", "c8_throughput_change"):
+        assert hung["estimates"][key]["round_drift"] == clean["estimates"][key]["round_drift"]
+        # but one failure leaves the rate uncertain: the interval is wider
+        assert (hung["estimates"][key]["high"] - hung["estimates"][key]["low"]
+                > clean["estimates"][key]["high"] - clean["estimates"][key]["low"])
+    sentence = [r for r in hung["reasons"] if r.startswith("Failed requests cost")]
+    assert len(sentence) == 1 and "the candidate failed 1 of 241 (0.4%), each charged 120.0 s" in sentence[0]
+    assert "the baseline failed none of its 240" in sentence[0]
+    assert not [r for r in clean["reasons"] if r.startswith("Failed requests cost")]
+
+
+def test_hangs_seen_only_at_c8_are_charged_at_c1_too():
+    # truly +60 % per successful request at c=1 and c=8, but one of every 61 requests hangs for 120 s: the
+    # hangs happen to fall at c=8 (one per round). One failure rate per arm: c=1 pays it too, and the
+    # effective gain (about +8 %) is below the revert threshold. Charged per round and level, c=1 looked
+    # clean and the candidate was kept.
+    rng = random.Random(3)
+    rounds = []
+    while True:
+        out = spec_decide(rounds, failure_alpha=1e-12)
+        if out["action"] != "measure_more":
+            break
+        arm = out["next_round"]["arm"]
+        res = result(rng, **({"gain": 0.60, "tpot": -0.40, "c8": 0.60} if arm == "candidate" else {}))
+        if arm == "candidate":
+            res["runs"][1] = _with_failures(res["runs"][1], 1, 120.0)
+        rounds.append({"arm": arm, "result": res})
+    assert out["action"] == "revert" and out["rule"] is None
+    assert out["estimates"]["c1_throughput_gain"]["point"] == pytest.approx(1.6 / 1.485 - 1, abs=0.03)
 
 
 def test_a_candidate_that_times_out_3_percent_to_the_deadline_is_not_kept():
