@@ -22,7 +22,10 @@ PREFIX = "specdec-ta-"
 SHORT = {"rollout_bench_num_prompts": 8, "rollout_bench_warmup_prompts": 1, "rollout_bench_output_len": 32,
          "rollout_verdict_restart_s": 5, "rollout_verdict_max_rounds": 10}
 BOARDS = [
-    board("ta-kept", "agx-02", vllm_version="0.32.0"),
+    # The schedule's c=1 gain (+40 % here, the bar 30 %) settles in a few rounds on an idle machine; under CI's
+    # two parallel fleets the rounds are noisier and ten were not always enough (a red CI, 2026-12-05): the
+    # host that must be kept may measure longer, as an operator would let a marginal board.
+    board("ta-kept", "agx-02", vllm_version="0.32.0", hostvars={"rollout_verdict_max_rounds": 18}),
     board("ta-costly", "agx-02", vllm_version="0.32.0", speculative_schedule_overhead=0.3),
     board("ta-old", "agx-02", vllm_version="0.20.1"),
 ]

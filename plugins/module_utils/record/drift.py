@@ -14,6 +14,11 @@ corrects it:
 * ``reevaluate``: the host's inputs changed (the secrets file: an API key added or changed in the vault)
   or the recorded config is a candidate (a kept rung at its tuned k): the host is evaluated again, which
   applies the inputs as the inventory has them now.
+
+A unit that does not serve at all is drift too: systemd gave up on it (``failed``, often after a kept
+candidate crash-looped until its start limit), it is restarting after a crash, or it was stopped. On the
+baseline the recorded config is started again; on a kept candidate the host is evaluated again, which puts
+the baseline back first and keeps a speculative config only if one starts and pays on the board as it is now.
 """
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -42,6 +47,28 @@ def _expected_exec(last_good):
         return None
 
 
+def not_serving(running):
+    """A sentence when systemd says the unit does not serve (None when it does, or was not asked).
+
+    ``active_state``/``sub_state``/``result`` are systemd's ActiveState, SubState and Result of the unit.
+    """
+    active = running.get("active_state")
+    if active is None:
+        return None
+    sub = running.get("sub_state") or ""
+    result = running.get("result") or ""
+    if active == "failed":
+        why = " (result %s%s)" % (result, ": it crashed until systemd's restart limit" if result == "start-limit-hit"
+                                  else "") if result else ""
+        return "vLLM is not serving: systemd gave up on the unit%s" % why
+    if active == "activating" and sub == "auto-restart":
+        return "vLLM is not serving: the unit is restarting after a crash%s" % (
+            " (result %s)" % result if result and result != "success" else "")
+    if active in ("inactive", "deactivating"):
+        return "vLLM is not serving: the unit is stopped (%s)" % active
+    return None
+
+
 def _short(line, limit=160):
     line = line or ""
     return line if len(line) <= limit else line[:limit - 3] + "..."
@@ -54,11 +81,13 @@ def find_drift(state, running):
     ``running``: what the host has now - ``unit`` (the unit file's text, None when missing), ``trial``
     (the trial drop-in's text, None when there is none), ``need_daemon_reload`` (systemd has not loaded
     the unit on disk), ``process_argv`` (the running main process's argv, None or empty when none runs),
-    ``secrets_differ`` (the secrets file is not what the inventory renders). Missing keys are not compared.
+    ``secrets_differ`` (the secrets file is not what the inventory renders), ``active_state``, ``sub_state``
+    and ``result`` (systemd's view of the unit: see ``not_serving``). Missing keys are not compared.
 
     ``findings`` is a list of sentences (empty: no drift); ``action`` is ``reapply``, ``reevaluate``
     or None; ``restart``: what systemd runs is not the unit on disk, so putting the unit back is not
-    enough. Only a converged host with a recorded argv is compared: anything else is evaluated anyway.
+    enough; ``not_serving``: systemd says the unit does not serve (the evaluation then puts the baseline
+    back without first asking the dead server for its health). Only a converged host with a recorded argv is compared: anything else is evaluated anyway.
     """
     if running is None:
         running = {}
@@ -71,7 +100,11 @@ def find_drift(state, running):
         secrets_differ = strict_bool("running.secrets_differ", running.get("secrets_differ"))
     except ValueError as exc:
         raise DriftError(str(exc))
-    out = {"findings": [], "action": None, "rule": RULE, "restart": False}
+    for key in ("active_state", "sub_state", "result"):
+        if running.get(key) is not None and not isinstance(running.get(key), str):
+            raise DriftError("running.%s must be systemd's word for the unit (a string), got %s"
+                             % (key, type(running.get(key)).__name__))
+    out = {"findings": [], "action": None, "rule": RULE, "restart": False, "not_serving": False}
     status = state.get("status")
     last_good = state.get("last_good") or {}
     expected = _expected_exec(last_good)
@@ -106,6 +139,11 @@ def find_drift(state, running):
         findings.append("the running vLLM process runs a launch that is not the last good config (%s): %s"
                         % (kind, difference(process, argv)))
         restart = True
+    down = not_serving(running)
+    if down:
+        findings.append(down)
+        out["not_serving"] = True
+        restart = True  # putting the unit back changes nothing when the unit on disk is already the recorded one
     unit_drift = bool(findings)
     if secrets_differ:
         findings.append("the secrets file (API key, Hugging Face token) is not what the inventory (vault) sets now")

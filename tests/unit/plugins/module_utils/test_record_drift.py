@@ -28,7 +28,8 @@ def test_a_host_running_its_last_good_config_has_no_drift(status):
     argv = SPEC if status == "kept" else BASE
     out = d.find_drift(state(status, argv, "candidate" if status == "kept" else "baseline"),
                        {"unit": unit(argv), "trial": None, "need_daemon_reload": False, "secrets_differ": False})
-    assert out == {"findings": [], "action": None, "rule": "drift.running_config", "restart": False}
+    assert out == {"findings": [], "action": None, "rule": "drift.running_config", "restart": False,
+                   "not_serving": False}
     assert d.describe("h", out) == ""
 
 
@@ -121,3 +122,44 @@ def test_a_changed_value_is_named_as_added_and_dropped():
     changed[-1] = "4096"
     finding = d.find_drift(state(), {"unit": unit(changed)})["findings"][0]
     assert finding.endswith(": it adds 4096, it drops 8192"), finding
+
+
+# A unit that does not serve (issue 34: a kept config that crash-loops until systemd's restart limit).
+SERVING = {"active_state": "active", "sub_state": "running", "result": "success"}
+
+
+@pytest.mark.parametrize("systemd, words", [
+    ({"active_state": "failed", "sub_state": "failed", "result": "start-limit-hit"}, "restart limit"),
+    ({"active_state": "failed", "sub_state": "failed", "result": "exit-code"}, "result exit-code"),
+    ({"active_state": "activating", "sub_state": "auto-restart", "result": "exit-code"}, "restarting after a crash"),
+    ({"active_state": "inactive", "sub_state": "dead", "result": "success"}, "stopped (inactive)"),
+])
+def test_a_kept_candidate_that_does_not_serve_is_evaluated_again(systemd, words):
+    running = dict({"unit": unit(SPEC), "trial": None, "process_argv": []}, **systemd)
+    out = d.find_drift(state("kept", SPEC, "candidate"), running)
+    assert out["action"] == "reevaluate" and out["restart"] is True and out["not_serving"] is True, out
+    assert len(out["findings"]) == 1 and out["findings"][0].startswith("vLLM is not serving") and words in out["findings"][0]
+    assert "evaluated again" in d.describe("h", out)
+
+
+def test_a_baseline_that_does_not_serve_is_started_again():
+    running = {"unit": unit(BASE), "trial": None, "process_argv": [], "active_state": "failed",
+               "sub_state": "failed", "result": "start-limit-hit"}
+    out = d.find_drift(state("reverted", BASE, "baseline"), running)
+    assert out["action"] == "reapply" and out["restart"] is True
+    assert "re-applied" in d.describe("h", out)
+
+
+@pytest.mark.parametrize("systemd", [
+    SERVING,
+    {"active_state": "activating", "sub_state": "start", "result": "success"},  # starting, not crashing
+    {"active_state": "reloading", "sub_state": "reload", "result": "success"},
+])
+def test_a_serving_or_starting_unit_is_not_drift(systemd):
+    running = dict({"unit": unit(SPEC), "trial": None, "process_argv": SPEC}, **systemd)
+    assert d.find_drift(state("kept", SPEC, "candidate"), running)["findings"] == []
+
+
+def test_systemd_words_that_are_not_strings_are_refused_with_the_field():
+    with pytest.raises(d.DriftError, match="running.active_state must be"):
+        d.find_drift(state(), {"active_state": ["failed"]})
