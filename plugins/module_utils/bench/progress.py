@@ -36,6 +36,8 @@ class Progress(object):
             # every request of the run: the probe, then each level's warmup and measured requests
             "requests_done": 0,
             "requests_total": 1 + len(levels) * (int(num_prompts) + int(warmup_prompts)),
+            # each level's requests, so the time left can be estimated level by level (eta_seconds)
+            "num_prompts": int(num_prompts), "warmup_prompts": int(warmup_prompts),
             "finished": False,
         }
         self.last_write = None
@@ -48,7 +50,12 @@ class Progress(object):
     def step(self, step, total, concurrency=None, level=None, extra_total=0):
         """A new step (``probe``, ``warmup``, ``level``, ``categories``) of ``total`` requests."""
         with self.lock:
-            self.snap.update(step=step, total=int(total), done=0, concurrency=concurrency, step_started=self.clock())
+            now, snap = self.clock(), self.snap
+            if snap.get("done") and snap.get("concurrency"):
+                # the step that ends: one request's latency at its batch, for the next step's first estimate
+                batch = min(int(snap["concurrency"]), int(snap.get("total") or snap["done"]))
+                snap["previous"] = {"batch": batch, "latency": (now - snap["step_started"]) * batch / float(snap["done"])}
+            self.snap.update(step=step, total=int(total), done=0, concurrency=concurrency, step_started=now)
             if level is not None:
                 self.snap["level"] = int(level)
             self.snap["requests_total"] += int(extra_total)
@@ -77,8 +84,72 @@ class Progress(object):
             pass
 
 
+# How throughput grows with concurrency between the level measuring now and a later one not measured yet:
+# as concurrency ** SCALING. A Jetson's decode is memory-bound at small batches (nearly linear) and meets its
+# compute at larger ones; from c=1 to c=8 the speedup is 2.5x to 7.5x (tests/bench/eta_error.py), whose
+# middle in log terms is about 8 ** 0.75, so the estimate errs at most about 1.8x either way.
+SCALING = 0.75
+
+
+def _by_level(snap, now):
+    """Seconds left, level by level: the rest of this step at its own pace, every later level's requests at
+    that pace scaled by concurrency ** SCALING. None when the snapshot cannot say (an older writer, a step
+    that is not a warmup or a level, no finished request in this step yet)."""
+    try:
+        step = snap.get("step")
+        done, total = int(snap.get("done") or 0), int(snap.get("total") or 0)
+        current = int(snap["concurrency"])
+        level = int(snap.get("level") or 0)
+        levels = [int(c) for c in snap.get("concurrencies") or []]
+        measured, warmup = int(snap["num_prompts"]), int(snap["warmup_prompts"])
+        left_total = int(snap.get("requests_total") or 0) - int(snap.get("requests_done") or 0)
+        step_started = float(snap["step_started"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if step not in ("warmup", "level") or current < 1 or not 1 <= level <= len(levels):
+        return None
+    left_here = max(0, total - done)
+    batch = min(current, total)  # a warmup of 2 prompts at c=8 runs a batch of 2
+    elapsed_here = now - step_started
+    if done > 0:
+        # one request's latency at this batch: the requests in flight as if about to finish (soonest_end_seconds)
+        latency = elapsed_here * batch / float(done + min(batch, left_here))
+        here = left_here * latency / batch
+    else:
+        # nothing finished in this step yet: the last step's latency, scaled to this batch
+        previous = snap.get("previous") or {}
+        try:
+            latency = float(previous["latency"]) * (batch / float(previous["batch"])) ** (1 - SCALING)
+        except (KeyError, TypeError, ValueError, ZeroDivisionError):
+            return None
+        here = max(0.0, total * latency / batch - elapsed_here)
+
+    def seconds_for(count, concurrency):
+        """``count`` requests by ``concurrency`` clients: latency grows as batch ** (1 - SCALING)."""
+        size = min(concurrency, count)
+        if size < 1:
+            return 0.0
+        return count * latency * (size / float(batch)) ** (1 - SCALING) / size
+
+    later = [(measured, current)] if step == "warmup" else []
+    later += [(warmup, c) for c in levels[level:]] + [(measured, c) for c in levels[level:]]
+    rest = max(0, left_total - left_here - sum(n for n, _c in later))  # per-category and answer requests
+    seconds = here + rest * latency / batch
+    for count, concurrency in later:
+        seconds += seconds_for(count, concurrency)
+    return max(0.0, seconds)
+
+
 def eta_seconds(snap, now):
-    """Seconds left, from the pace so far over all requests of the run; None before the first one."""
+    """Seconds left; None before the first finished request.
+
+    Level by level where the snapshot allows (``_by_level``: a c=1 level's pace says little about a c=8 level's,
+    and the whole run's pace overestimated the time left about 4x while c=1 ran); else from the pace so far
+    over all requests of the run.
+    """
+    by_level = _by_level(snap, now)
+    if by_level is not None:
+        return by_level
     done = snap.get("requests_done") or 0
     total = snap.get("requests_total") or 0
     started = snap.get("started")
@@ -93,7 +164,7 @@ def soonest_end_seconds(snap, now):
     The current step's pace (its own requests at its own concurrency, those in flight counted as done) for the
     rest of the step; every later request as if at the run's highest concurrency, and as if throughput grew in
     proportion to it (it grows less). So the estimate errs short: a waiter that looks then looks early, not
-    late (eta_seconds, the pace over the whole run, runs long once a faster level follows a slow one).
+    late (eta_seconds, the operator's best guess, may be either).
     """
     try:
         done, total = int(snap.get("done") or 0), int(snap.get("total") or 0)

@@ -79,3 +79,61 @@ def test_describe_flags_a_stalled_run_and_reads_no_file_plainly():
     assert describe(snap, 1090.0).endswith("1 min 30 s elapsed (no finished request for 1 min 30 s)")
     assert describe(None, 5.0, "baseline") == "baseline: running (no progress written yet)"
     assert describe({"version": 99}, 5.0) == "running (no progress written yet)"
+
+
+# Level by level (issue 33: the whole run's pace overestimated the time left about 4x while c=1 ran).
+def _c1_half_done():
+    """Probe, c=1 warmup (2 x 4 s), then 5 of the c=1 level's 10 requests (4 s each); c=8 to come."""
+    prog, clock, writes = make(every=0.0)
+    prog.start()
+    prog.step("probe", 1, 1)
+    clock.t += 4.0
+    prog.request_done()
+    prog.step("warmup", 2, 1, 1)
+    for _ in range(2):
+        clock.t += 4.0
+        prog.request_done()
+    prog.step("level", 10, 1, 1)
+    for _ in range(5):
+        clock.t += 4.0
+        prog.request_done()
+    return writes[-1], clock.t
+
+
+def test_the_time_left_counts_the_c8_level_at_its_own_pace_not_at_c1s():
+    snap, now = _c1_half_done()
+    assert snap["num_prompts"] == 10 and snap["warmup_prompts"] == 2
+    # 5 x 4 s left here (the one in flight counted as about to finish: 5 done + 1 -> 20 s / 6 x 5 = 16.7 s),
+    # then 12 requests at c=8: a batch of 8 takes 4 s x 8 ** 0.25, so 12 requests 12 / 8 x that (the c=8
+    # warmup of 2 runs a batch of 2: 2 / 2 x 4 s x 2 ** 0.25)
+    here = 5 * (20.0 / 6)
+    warm = 2 * (20.0 / 6) * 2 ** 0.25 / 2
+    level = 10 * (20.0 / 6) * 8 ** 0.25 / 8
+    assert eta_seconds(snap, now) == pytest.approx(here + warm + level, rel=1e-9)
+    whole_run = (now - snap["started"]) * (snap["requests_total"] - snap["requests_done"]) / snap["requests_done"]
+    assert eta_seconds(snap, now) < whole_run / 2  # the old estimate: every c=8 request at the c=1 pace
+
+
+def test_a_step_with_nothing_finished_yet_starts_from_the_last_steps_latency():
+    prog, clock, writes = make(every=0.0)
+    prog.start()
+    for step, count, level in (("probe", 1, None), ("warmup", 2, 1), ("level", 10, 1)):
+        prog.step(step, count, 1, level)
+        for _ in range(count):
+            clock.t += 4.0
+            prog.request_done()
+    prog.step("warmup", 2, 8, 2)
+    clock.t += 1.0
+    snap = writes[-1]
+    assert snap["previous"] == {"batch": 1, "latency": 4.0}
+    # the c=8 warmup runs a batch of 2: latency 4 x 2 ** 0.25, 1 s of it gone; then 10 requests at c=8
+    expected = 4.0 * 2 ** 0.25 - 1.0 + 10 * 4.0 * 2 ** 0.25 * (8 / 2.0) ** 0.25 / 8
+    assert eta_seconds(snap, clock.t) == pytest.approx(expected, rel=1e-9)
+
+
+def test_a_snapshot_of_an_older_writer_still_gets_the_whole_runs_pace():
+    snap, now = _c1_half_done()
+    for key in ("num_prompts", "warmup_prompts"):
+        snap.pop(key)
+    assert eta_seconds(snap, now) == pytest.approx(
+        (now - snap["started"]) * (snap["requests_total"] - snap["requests_done"]) / snap["requests_done"])
