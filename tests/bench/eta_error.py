@@ -92,7 +92,9 @@ def summary(ratios):
     ratios = sorted(ratios)
     if not ratios:
         return "no looks"
-    pick = lambda q: ratios[min(len(ratios) - 1, int(q * len(ratios)))]  # noqa: E731
+
+    def pick(share):
+        return ratios[min(len(ratios) - 1, int(share * len(ratios)))]
     within = sum(1 for r in ratios if 1 / 1.5 <= r <= 1.5) / float(len(ratios))
     return "median %.2fx, within 1.5x %5.1f %%, 5th-95th %.2fx-%.2fx (n=%d)" % (
         pick(0.5), 100 * within, pick(0.05), pick(0.95), len(ratios))

@@ -22,10 +22,12 @@ PREFIX = "specdec-ta-"
 SHORT = {"rollout_bench_num_prompts": 8, "rollout_bench_warmup_prompts": 1, "rollout_bench_output_len": 32,
          "rollout_verdict_restart_s": 5, "rollout_verdict_max_rounds": 10}
 BOARDS = [
-    # The schedule's c=1 gain (+40 % here, the bar 30 %) settles in a few rounds on an idle machine; under CI's
-    # two parallel fleets the rounds are noisier and ten were not always enough (a red CI, 2026-12-05): the
-    # host that must be kept may measure longer, as an operator would let a marginal board.
-    board("ta-kept", "agx-02", vllm_version="0.32.0", hostvars={"rollout_verdict_max_rounds": 18}),
+    # The schedule's true c=8 change is a small loss (the head's prefill of every prompt, about 5 % of the
+    # target's), about -3 % with 512-token prompts: against the -5 % tolerance that took more than the test's ten
+    # rounds under CI's two parallel fleets (a red CI, 2026-12-05). Shorter prompts make the prefill's share
+    # small, so what this host tests - the schedule kept - does not hang on a margin of two points.
+    board("ta-kept", "agx-02", vllm_version="0.32.0",
+          hostvars={"rollout_bench_input_len": 128, "rollout_verdict_max_rounds": 14}),
     board("ta-costly", "agx-02", vllm_version="0.32.0", speculative_schedule_overhead=0.3),
     board("ta-old", "agx-02", vllm_version="0.20.1"),
 ]
