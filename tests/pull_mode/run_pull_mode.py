@@ -12,7 +12,8 @@
 4. `systemctl start jetson-specdec-pull.service` (what the timer fires): the rollout
    runs, the state file and both textfiles are written with a verdict.
 5. A second start changes nothing: same state, changed=0 in the pull log, no
-   benchmark, no restart of vLLM.
+   benchmark, no restart of vLLM. Both starts watch the kept board afterwards (rollout_watch_pull): the
+   first with nobody using it (not enough traffic), the second while a client sends completions (steady).
 6. An unsigned commit pushed to the branch is refused by `git verify-commit` against the board's
    pinned keyring (the source's commits are signed with a key made for this test; only its
    public half is in pull_mode_gpg_public_keys): the run fails before the playbook, the exit code
@@ -59,7 +60,27 @@ SIM_VARS = {
     "vllm_server_health_timeout": 120,
     "vllm_server_crash_loop_restarts": 1,
     "vllm_server_restart_sec": 2,
+    # a kept board watches itself after each fire (playbooks/pull.yml imports watch.yml): a short window and
+    # thresholds a few requests of test traffic meet
+    "rollout_watch_pull": True,
+    "rollout_watch_window": 10,
+    "rollout_watch_min_requests": 5,
+    "rollout_watch_min_draft_tokens": 50,
 }
+# Users of the kept board while the second fire watches it: completions on the loopback for `seconds`.
+TRAFFIC = """
+import json, sys, time, urllib.request
+base = "http://127.0.0.1:8000"
+model = json.load(urllib.request.urlopen(base + "/v1/models", timeout=10))["data"][0]["id"]
+end = time.time() + float(sys.argv[1])
+while time.time() < end:
+    body = json.dumps({"model": model, "prompt": "Speculative decoding on a Jetson board", "max_tokens": 32}).encode()
+    req = urllib.request.Request(base + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+    try:
+        urllib.request.urlopen(req, timeout=60).read()
+    except Exception:  # the watch judges what the server served; a refused request only waits
+        time.sleep(1)
+"""
 
 
 def step(text):
@@ -321,16 +342,24 @@ def main():
         pull_metrics = board_text(TEXTFILE_DIR + "/jetson_specdec_pull.prom")
         assert metric(pull_metrics, "jetson_specdec_pull_last_exit_code") == 0, pull_metrics
         assert metric(pull_metrics, "jetson_specdec_pull_last_changed_tasks") == rows["localhost"]["changed"]
+        # the watch ran after the keep (rollout_watch_pull) on the board's own endpoint: nobody used it yet
+        assert "Watch kept hosts against the evidence they were kept on" in log, log[-4000:]
+        assert "localhost: not_enough_traffic." in log, log[-4000:]
+        watch_metrics = board_text(TEXTFILE_DIR + "/jetson_specdec_watch.prom")
+        assert "jetson_specdec_watch" in watch_metrics, watch_metrics
         reports = board("ls", "/var/lib/jetson-specdec/reports").stdout.split()
         assert len(reports) == 1, reports
         assert "thor" in board_text("/var/lib/jetson-specdec/reports/%s/report.md" % reports[0])
         print("rollout in %.0f s: status %s, verdict %s; state file and textfiles written"
               % (took, state["status"], state["verdict"]["decision"]))
 
-        step("Second fire: a converged board is left alone")
+        step("Second fire, users sending requests: a converged board is left alone and watches itself steady")
         state_before = board_text(STATE)
         vllm_before = service_started_at("vllm.service")
+        run(["docker", "exec", "-d", NAME, "python3", "-c", TRAFFIC, "300"])
         took, log = fire()
+        board("pkill", "-f", "Speculative decoding on a Jetson board", check=False)
+        assert "localhost: steady." in log, log[-4000:]
         rows = recap(log)
         assert rows["localhost"]["changed"] == 0 and rows["localhost"]["failed"] == 0, rows
         assert "Benchmark the" not in log, "the second fire benchmarked again"
