@@ -20,9 +20,9 @@ description:
     and runs the CLI as the service account O(user), so vLLM can use and update what it wrote.
   - A model already complete in the cache (its C(main) snapshot with C(config.json) and weights) is left alone
     without starting the CLI, so a converged host needs no network.
-  - A failed download names its cause (C(not_found), C(gated), C(offline_not_cached), C(no_space), C(unreachable),
-    C(timeout), C(no_cli), C(unknown)) with the CLI's own line and the fix. C(definite) causes (not found, gated,
-    offline, disk full) mean vLLM could not start that model either; M(jetson.specdec.rollout) then records the
+  - A failed download names its cause (C(not_found), C(gated), C(offline_not_cached), C(no_space), C(rate_limited),
+    C(unreachable), C(timeout), C(no_cli), C(unknown)) with the CLI's own line and the fix. C(definite) causes (not
+    found, gated, offline, disk full, HTTP 429) mean vLLM could not start that model either; M(jetson.specdec.rollout) then records the
     rung as failed without restarting the host.
 author: jetson.specdec contributors (@jetson-specdec)
 extends_documentation_fragment:
@@ -121,7 +121,7 @@ models:
       description: The snapshot directory in the cache, when the model is there.
       type: str
     cause:
-      description: Why it failed - one of not_found, gated, offline_not_cached, no_space, unreachable, timeout, no_cli, unknown.
+      description: Why it failed - one of not_found, gated, offline_not_cached, no_space, rate_limited, unreachable, timeout, no_cli, unknown.
       type: str
     line:
       description: The CLI's own line that shows the cause.

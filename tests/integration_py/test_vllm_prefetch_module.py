@@ -66,6 +66,8 @@ class _Mirror(BaseHTTPRequestHandler):
         _Mirror.requests.append((path, self.headers.get("Authorization")))
         if "/stalled-draft" in path:
             time.sleep(30)
+        if "/busy-draft" in path:  # a Hub at its rate limit, as it answers a fleet fetching at once
+            return self._send(429, b'{"error": "Too Many Requests"}', [("Retry-After", "1")])
         for repo, files in REPOS.items():
             if ("/api/models/%s/" % repo) in path or path.startswith("/%s/resolve/" % repo):
                 break
@@ -175,6 +177,15 @@ def test_offline_with_the_model_not_cached_is_unavailable(mirror, hf_home):
     assert (entry["cause"], entry["definite"]) == ("offline_not_cached", True), entry
     assert "offline mode is enabled" in entry["line"]
     assert not os.path.isdir(os.path.join(hf_home, "hub", "models--acme--tiny-draft", "snapshots"))
+
+
+def test_a_hub_at_its_rate_limit_fails_the_rung_without_a_restart_and_names_the_fixes(mirror, hf_home):
+    failed, result = prefetch(hf_home, ["acme/busy-draft"], mirror, fail_on_unavailable=False)
+    entry = result["models"][0]
+    assert (entry["cause"], entry["definite"]) == ("rate_limited", True), entry
+    assert "429 Too Many Requests" in entry["line"]  # the CLI's own words
+    assert "acme/busy-draft" in result["unavailable"] and "vllm_server_hf_token" in entry["fix"]
+    assert not os.path.isdir(os.path.join(hf_home, "hub", "models--acme--busy-draft", "snapshots"))
 
 
 def test_a_download_that_does_not_finish_is_stopped(mirror, hf_home):

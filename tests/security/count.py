@@ -245,6 +245,8 @@ FAULTS = [
     ("download", "A model repository the Hub does not have",
      [RO + "test_ladder.py::test_a_missing_model_ends_at_off_naming_the_download_problem",
       IP + "test_vllm_prefetch_module.py::test_a_repository_the_hub_does_not_have_is_unavailable_with_the_clis_words"]),
+    ("download", "The Hub at its rate limit (HTTP 429) during the prefetch: the rung fails without a restart",
+     [IP + "test_vllm_prefetch_module.py::test_a_hub_at_its_rate_limit_fails_the_rung_without_a_restart_and_names_the_fixes"]),
     ("download", "A Hub mirror nobody answers",
      [IP + "test_vllm_prefetch_module.py::test_a_mirror_nobody_answers_leaves_the_fetch_to_vllm"]),
     ("download", "HF_HUB_OFFLINE with the model not cached",

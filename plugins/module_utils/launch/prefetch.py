@@ -36,6 +36,13 @@ _CAUSES = (
                r"401 Client Error", r"restricted"),
      "accept the model's licence on its Hub page with the account whose token is vllm_server_hf_token, "
      "and set vllm_server_hf_token (group_vars, vaulted)"),
+    # `hf download` says "Local entry not found. 429 Too Many Requests for url: ..." (huggingface_hub 1.x): a
+    # rate limit, not a network that does not reach the Hub.
+    ("rate_limited", (r"\b429 Too Many Requests", r"\b429 Client Error", r"Too Many Requests for url"),
+     "the Hub (or the mirror in HF_ENDPOINT) refused for too many requests (HTTP 429), as a fleet fetching at once "
+     "can meet its rate limit: set vllm_server_hf_token (authenticated limits are higher), point HF_ENDPOINT at "
+     "a mirror or fill vllm_server_hf_home/hub before the rollout, roll out in smaller batches (rollout_serial), "
+     "or re-run later; the host was not restarted"),
     ("unreachable", (r"Connection refused", r"Errno 111", r"Name or service not known",
                      r"Temporary failure in name resolution", r"Max retries exceeded", r"Network is unreachable",
                      r"ConnectError", r"ConnectTimeout", r"timed out", r"Local entry not found",
@@ -46,8 +53,9 @@ _CAUSES = (
 PREFETCH_CAUSES = tuple(cause for cause, _patterns, _fix in _CAUSES) + ("timeout", "no_cli", "unknown")
 
 # The rung cannot start with these: the rollout records the attempt without restarting vLLM.
-# A hub that did not answer or a slow link may be better when vLLM tries at its start.
-DEFINITE_CAUSES = ("offline_not_cached", "no_space", "gated", "not_found")
+# A hub that did not answer or a slow link may be better when vLLM tries at its start. A rate limit is not:
+# vLLM's own fetch at its start meets the same limit a second later, with the host serving nothing.
+DEFINITE_CAUSES = ("offline_not_cached", "no_space", "gated", "not_found", "rate_limited")
 
 _TIMEOUT_FIX = ("the download did not finish within the prefetch timeout (rollout_prefetch_timeout): vLLM fetches "
                 "the rest at its start; raise the timeout or fill the cache before the rollout")

@@ -39,6 +39,12 @@ def test_only_hub_ids_are_fetched(model, ok):
     ("Error: Local entry not found. Cannot reach https://huggingface.co/api/models/acme/x/revision/main: offline mode "
      "is enabled. To disable it, please unset the `HF_HUB_OFFLINE` environment variable.", "offline_not_cached", True),
     ("Error: Local entry not found. [Errno 111] Connection refused", "unreachable", False),
+    # the Hub's rate limit, as `hf download` prints it (huggingface_hub 1.x) and as the exception says it (< 1.0):
+    # not a network that does not reach the Hub, and vLLM's fetch at its start would meet it too
+    ("\x1b[1m\x1b[31mError: Local entry not found. 429 Too Many Requests for url: "
+     "http://127.0.0.1:8080/api/models/acme/x/revision/main.\x1b[0m", "rate_limited", True),
+    ("huggingface_hub.errors.HfHubHTTPError: 429 Client Error: Too Many Requests for url: "
+     "https://huggingface.co/api/models/acme/x/revision/main", "rate_limited", True),
     # huggingface_hub < 1.0 (huggingface-cli download): the exception's own text
     ("huggingface_hub.errors.RepositoryNotFoundError: 401 Client Error. Repository Not Found for url: "
      "https://huggingface.co/api/models/acme/x/revision/main.", "not_found", True),
@@ -69,6 +75,8 @@ def test_the_fixes_name_the_variables_to_change():
     assert "vllm_server_hf_token" in prefetch.failure("Error: Access denied. Model 'a/b' requires approval.")["fix"]
     assert "HF_ENDPOINT" in prefetch.failure("[Errno 111] Connection refused")["fix"]
     assert "HF_HUB_OFFLINE" in prefetch.failure("offline mode is enabled")["fix"]
+    limited = prefetch.failure("Error: Local entry not found. 429 Too Many Requests for url: http://m/api")["fix"]
+    assert "vllm_server_hf_token" in limited and "rollout_serial" in limited
 
 
 def test_the_snapshot_path_is_the_last_absolute_line():
