@@ -306,40 +306,39 @@ def test_a_hang_is_charged_at_the_arms_pooled_rate_to_every_round_and_level():
     assert not [r for r in clean["reasons"] if r.startswith("Failed requests cost")]
 
 
+def _decide_with_hangs(seed, truth, hang):
+    """spec_decide's loop until it decides; ``hang(res)`` puts failures into each candidate round."""
+    rng = random.Random(seed)
+    rounds = []
+    while True:
+        # failure_alpha tiny: the throughput alone must show it (the failure-rate test is tested below)
+        out = spec_decide(rounds, failure_alpha=1e-12)
+        if out["action"] != "measure_more":
+            return out
+        arm = out["next_round"]["arm"]
+        res = result(rng, **(truth if arm == "candidate" else {}))
+        if arm == "candidate":
+            hang(res)
+        rounds.append({"arm": arm, "result": res})
+
+
 def test_hangs_seen_only_at_c8_are_charged_at_c1_too():
     # truly +60 % per successful request at c=1 and c=8, but one of every 61 requests hangs for 120 s: the
     # hangs happen to fall at c=8 (one per round). One failure rate per arm: c=1 pays it too, and the
     # effective gain (about +8 %) is below the revert threshold. Charged per round and level, c=1 looked
     # clean and the candidate was kept.
-    rng = random.Random(3)
-    rounds = []
-    while True:
-        out = spec_decide(rounds, failure_alpha=1e-12)
-        if out["action"] != "measure_more":
-            break
-        arm = out["next_round"]["arm"]
-        res = result(rng, **({"gain": 0.60, "tpot": -0.40, "c8": 0.60} if arm == "candidate" else {}))
-        if arm == "candidate":
-            res["runs"][1] = _with_failures(res["runs"][1], 1, 120.0)
-        rounds.append({"arm": arm, "result": res})
+    def hang(res):
+        res["runs"][1] = _with_failures(res["runs"][1], 1, 120.0)
+    out = _decide_with_hangs(3, {"gain": 0.60, "tpot": -0.40, "c8": 0.60}, hang)
     assert out["action"] == "revert" and out["rule"] is None
     assert out["estimates"]["c1_throughput_gain"]["point"] == pytest.approx(1.6 / 1.485 - 1, abs=0.03)
 
 
 def test_a_candidate_that_times_out_3_percent_to_the_deadline_is_not_kept():
     # #31 item 1: truly 40 % faster per successful request, but 3 % of its requests hang for 120 s
-    rng = random.Random(5)
-    rounds = []
-    while True:
-        # failure_alpha tiny: the throughput alone must show it (the failure-rate test is tested below)
-        out = spec_decide(rounds, failure_alpha=1e-12)
-        if out["action"] != "measure_more":
-            break
-        arm = out["next_round"]["arm"]
-        res = result(rng, **({"gain": 0.40, "tpot": -0.30, "c8": 0.05} if arm == "candidate" else {}))
-        if arm == "candidate":
-            res["runs"] = [_with_failures(run, 1, 120.0) for run in res["runs"]]
-        rounds.append({"arm": arm, "result": res})
+    def hang(res):
+        res["runs"] = [_with_failures(run, 1, 120.0) for run in res["runs"]]
+    out = _decide_with_hangs(5, {"gain": 0.40, "tpot": -0.30, "c8": 0.05}, hang)
     assert out["action"] == "revert" and out["rule"] is None
     assert out["estimates"]["c1_throughput_gain"]["point"] < 0 < 0.30 > out["estimates"]["c1_throughput_gain"]["high"]
 
