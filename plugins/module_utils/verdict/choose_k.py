@@ -465,7 +465,7 @@ def _fraction(value, field, low, high):
     return float(value)
 
 
-def keep_k(rounds, baseline, start_k, predicted_k=None, method=None, noise=0.03, concurrency=1,
+def keep_k(rounds, baseline, start_k, predicted_k=None, method=None, noise=0.06, concurrency=1,
            tie_tolerance=0.01):
     """Which measured k to keep, from rounds measured at several k (tune_k.yml's probes and confirmation).
 
@@ -478,7 +478,8 @@ def keep_k(rounds, baseline, start_k, predicted_k=None, method=None, noise=0.03,
     in its throughput, the pooled counters much less.  The best k wins, or the smallest within
     ``tie_tolerance`` of it.  The skill's 0.6 rule: a k above the start is kept only when the
     start round's acceptance rate is above 0.6, or when that k is faster than the start k by more
-    than ``noise`` (the relative clock noise of one comparison of two rounds) - the measured
+    than ``noise`` (6 %: about twice the standard deviation of one comparison of two rounds at a
+    clock CV of 2 %, counting noise aside) - the measured
     evidence that the larger k pays."""
     if isinstance(start_k, bool) or not isinstance(start_k, int) or start_k < 1:
         raise ChooseKError("start_k must be the board's start num_speculative_tokens (an integer >= 1), got %r"
@@ -517,7 +518,7 @@ def keep_k(rounds, baseline, start_k, predicted_k=None, method=None, noise=0.03,
         reasons.append("acceptance at the start k=%d is %s, not above %s (the skill's rule for raising k): %s"
                        % (start_k, "%.2f" % acceptance if acceptance is not None else "unknown",
                           ACCEPTANCE_FOR_HIGHER_K,
-                          ("k=%s measured faster than k=%d by more than the noise of one comparison (%.1f %%), "
+                          ("k=%s measured faster than k=%d by more than the noise of a comparison (%.1f %%), "
                            "the evidence that the larger k pays" % (
                                ", ".join(str(k) for k in evidence), start_k, 100.0 * noise)) if evidence else
                           "a k above it is kept only when it measured faster by more than %.1f %%, and none did"

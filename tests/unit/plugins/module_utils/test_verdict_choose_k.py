@@ -264,12 +264,16 @@ def test_keep_k_ties_go_to_the_smaller_k():
 def test_the_0_6_rule_keeps_the_start_unless_a_larger_k_measured_faster_by_more_than_the_noise():
     rates = [0.5, 0.25, 0.125, 0.1, 0.09, 0.08, 0.07, 0.06]  # acceptance at 3: 0.29
     start_speed = (1.0 + sum(rates[:3])) / 1.3
-    # k=5 faster than k=3 by 2 %: within the noise (3 %), so the start k stays
-    step5 = T_BASE * (1.0 + sum(rates[:5])) / (start_speed * 1.02)
-    small = keep_k(_rounds(rates, [(3, T_BASE * 1.3), (5, step5), (8, T_BASE * 3.0)]), _baseline(), 3)
-    assert small["k"] == 3 and small["acceptance_at_start"] < 0.6
-    assert "a k above it is kept only when it measured faster by more than 3.0 %, and none did" in " ".join(
-        small["reasons"])
+    # k=5 faster than k=3 by 2 %, or by 4.5 %: within the noise (6 %), so the start k stays
+    for gain in (1.02, 1.045):
+        step5 = T_BASE * (1.0 + sum(rates[:5])) / (start_speed * gain)
+        small = keep_k(_rounds(rates, [(3, T_BASE * 1.3), (5, step5), (8, T_BASE * 3.0)]), _baseline(), 3)
+        assert small["k"] == 3 and small["acceptance_at_start"] < 0.6
+        assert "a k above it is kept only when it measured faster by more than 6.0 %, and none did" in " ".join(
+            small["reasons"])
+    # an operator's own noise (3 %) lets the 4.5 % through
+    assert keep_k(_rounds(rates, [(3, T_BASE * 1.3), (5, step5), (8, T_BASE * 3.0)]), _baseline(), 3,
+                  noise=0.03)["k"] == 5
     # faster by 8 %: measured evidence that the larger k pays
     step5 = T_BASE * (1.0 + sum(rates[:5])) / (start_speed * 1.08)
     large = keep_k(_rounds(rates, [(3, T_BASE * 1.3), (5, step5), (8, T_BASE * 3.0)]), _baseline(), 3)
