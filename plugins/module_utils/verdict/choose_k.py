@@ -158,35 +158,103 @@ def acceptance_lengths(per_position, k_max):
     return lengths
 
 
-def _step_cost(k, knots, constant_cost):
+def _step_cost(k, knots, constant_cost, t_base=None):
     """Extra step time at k, interpolated between measured (k, extra) knots.
 
-    Between knots the cost is linear: the verification widens with k and turns compute
-    bound at some k, which a single straight line from k=0 would spread over every k.
-    Below the smallest knot the cost runs along a line from (0, fixed) to that knot.
-    With two or more knots, ``fixed`` is measured: the line through the two smallest
-    knots, extended to k=0, clamped to [0, first knot's cost] (the n-gram lookup, a
-    draft pass's launch cost; a compute knee between the knots gives a negative
-    intercept, clamped to 0).  With one knot it is assumed: the whole cost for the
-    n-gram proposer (one lookup per step), 0 for drafters that run once per token."""
+    Below the smallest knot the cost runs along a line from (0, fixed) to that knot
+    (fixed_cost), or along the roofline when both knots lie past a compute knee
+    (_knee_below).
+
+    Between two knots the cost follows the roofline of the verification (``t_base``, one
+    target step, given): when the knots rise faster than the line before the left knot
+    (a compute knee between them), the cost keeps to that line while verifying k + 1
+    tokens stays memory bound, and rises by the compute of one more token per k after it.
+    That compute (p per token) is fitted so the curve meets the right knot:
+    line(k2) + max(0, (k2 + 1) p - t_base) = cost(k2); the knee is where (k + 1) p = t_base.
+    A straight chord between the knots would spread the knee's cost over every k between
+    them and hide a k at the knee.  The chord stays an upper bound (the cost is convex
+    there), so the roofline only ever lowers the cost between the knots."""
     first_k, first_cost = knots[0]
+    below = _knee_below(knots[0], knots[1], constant_cost, t_base) if len(knots) > 1 else None
     if k <= first_k:
         fixed = fixed_cost(knots, constant_cost)
-        return fixed + (first_cost - fixed) * k / float(first_k)
+        chord = fixed + (first_cost - fixed) * k / float(first_k)
+        return min(chord, below(k)) if below else chord
+    left = (0, fixed_cost(knots, constant_cost))
     for (k1, c1), (k2, c2) in zip(knots, knots[1:]):
         if k <= k2:
-            return c1 + (c2 - c1) * (k - k1) / float(k2 - k1)
+            chord = c1 + (c2 - c1) * (k - k1) / float(k2 - k1)
+            if below and k1 == first_k:
+                return chord  # both knots past the knee: a straight line between them
+            return min(chord, _roofline(k, left, (k1, c1), (k2, c2), t_base))
+        left = (k1, c1)
     return knots[-1][1]
 
 
+def _knee_below(knot1, knot2, constant_cost, t_base):
+    """The roofline below knot1 when both knots are compute bound (see _step_cost): a function of k,
+    or None when the knots do not show it.
+
+    The line through the knots meets k=0 below zero: both knots may lie past the knee.  Then that
+    line is a + b k + (k + 1) p - t_base, the memory-bound cost a + b k meets it at the knee, and its
+    slope is b + p.  The fixed part a is 0 for a drafter (it runs per drafted token) and b is 0 for the
+    n-gram proposer (one lookup per step); the other follows from the line's value at k = -1.  The
+    knots show it only when that knee, t_base / p - 1, lies below knot1."""
+    (k1, c1), (k2, c2) = knot1, knot2
+    if not t_base or t_base <= 0 or k2 <= k1:
+        return None
+    slope = (c2 - c1) / float(k2 - k1)
+
+    def line(at):
+        return c1 + slope * (at - k1)
+
+    if line(0) >= 0:
+        return None  # the knots are consistent with a fixed cost and a straight line
+    if constant_cost:
+        fixed, per_k = min(max(t_base + line(-1), 0.0), c1), 0.0
+    else:
+        fixed, per_k = 0.0, min(max(-t_base - line(-1), 0.0), c1 / float(k1))
+    per_token = slope - per_k
+    if per_token <= 0 or t_base / per_token - 1.0 >= k1:
+        return None  # that knee would lie at or past knot1: the knee is not below it
+    return lambda k: max(fixed + per_k * k, line(k))
+
+
+def _roofline(k, left, knot1, knot2, t_base):
+    """The roofline cost at k between knot1 and knot2 (see _step_cost); inf when it does not apply."""
+    (k0, c0), (k1, c1), (k2, c2) = left, knot1, knot2
+    if not t_base or t_base <= 0 or k1 <= k0:
+        return float("inf")
+    slope = (c1 - c0) / float(k1 - k0)
+
+    def line(at):
+        return c1 + slope * (at - k1)
+
+    if c2 <= line(k2):
+        return float("inf")  # no knee: the knots do not rise faster than the line before them
+    per_token = (c2 - line(k2) + t_base) / float(k2 + 1)
+    if (k1 + 1) * per_token > t_base:
+        return float("inf")  # that knee would lie below knot1: not a knee between the knots
+    return line(k) + max(0.0, (k + 1) * per_token - t_base)
+
+
 def fixed_cost(knots, constant_cost):
-    """The per-step cost that does not grow with k (seconds); see _step_cost."""
+    """The per-step cost that does not grow with k (seconds).
+
+    With two or more knots it is measured: the line through the two smallest knots,
+    extended to k=0, at most the first knot's cost (the n-gram lookup, a draft pass's
+    launch cost).  With one knot, or when that line meets k=0 below zero (a compute knee
+    between or below the knots: the line says nothing of k=0), it is assumed: the whole
+    first knot's cost for the n-gram proposer (one lookup per step), 0 for drafters that
+    run once per drafted token."""
     first_k, first_cost = knots[0]
     if len(knots) < 2:
         return first_cost if constant_cost else 0.0
     (k1, c1), (k2, c2) = knots[0], knots[1]
     intercept = c1 - (c2 - c1) * k1 / float(k2 - k1)
-    return min(max(intercept, 0.0), first_cost)
+    if intercept < 0:  # a knee between or below the knots: the line says nothing of k=0, assume as with one
+        return first_cost if constant_cost else 0.0
+    return min(intercept, first_cost)
 
 
 def predict(lengths, base, cand, k_measured, constant_cost=False, other_steps=()):
@@ -207,7 +275,7 @@ def predict(lengths, base, cand, k_measured, constant_cost=False, other_steps=()
     base_tput = throughput(base["ttft"], t_base)
     out = {}
     for k in range(1, k_measured + 1):
-        tpot = (t_base + _step_cost(k, knots, constant_cost)) / lengths[k]
+        tpot = (t_base + _step_cost(k, knots, constant_cost, t_base)) / lengths[k]
         out[k] = (tpot, throughput(cand["ttft"], tpot) / base_tput)
     return out, extra
 
@@ -249,6 +317,30 @@ def _other_steps(others, k_measured, concurrency):
     return steps, pooled
 
 
+def _pool_positions(drafts, per_position, pooled):
+    """The probe's per-position rates with the other rounds' counters pooled in.
+
+    A position the other rounds drafted too is pooled by draft steps.  A deeper position only the
+    probe drafted keeps the probe's own conditional rate beyond the deepest shared position m:
+    r_i = pooled r_m x (probe r_i / probe r_m).  The probe's requests may have been easier or harder to
+    draft for than the others'; that lifts or lowers every deep position with r_m, so taking the deep
+    positions as they are would carry that one round's draw into every k above m."""
+    own = list(per_position)
+    out = list(per_position)
+    weights = [drafts] * len(out)
+    shared = 0
+    for extra_drafts, rates in pooled:
+        for i, rate in enumerate(rates[:len(out)]):
+            out[i] = (out[i] * weights[i] + rate * extra_drafts) / (weights[i] + extra_drafts)
+            weights[i] += extra_drafts
+        shared = max(shared, min(len(rates), len(out)))
+    if 0 < shared < len(out) and own[shared - 1] > 0:
+        ratio = out[shared - 1] / own[shared - 1]
+        for i in range(shared, len(out)):
+            out[i] = own[i] * ratio
+    return out
+
+
 def _check_options(method, concurrency):
     if method is not None and not isinstance(method, str):
         raise ChooseKError("method must be the speculative method (a string such as eagle3 or ngram) or null, got %r"
@@ -277,12 +369,7 @@ def choose_k(candidate, baseline, k_measured, method=None, concurrency=1, tie_to
         raise ChooseKError("the candidate result has no spec-decode counters (drafts = 0): the "
                            "server exposed no vllm:spec_decode_* metrics or speculation was off")
     other_steps, pooled = _other_steps(others, k_measured, concurrency)
-    weights = [drafts] * len(per_position)
-    for extra_drafts, rates in pooled:
-        for i, rate in enumerate(rates[:len(per_position)]):
-            per_position[i] = ((per_position[i] * weights[i] + rate * extra_drafts)
-                               / (weights[i] + extra_drafts))
-            weights[i] += extra_drafts
+    per_position = _pool_positions(drafts, per_position, pooled)
     reasons = []
     if len(per_position) < k_measured:
         reasons.append("the server reported acceptance for %d of %d positions; the rest count as 0"
@@ -378,7 +465,7 @@ def _fraction(value, field, low, high):
     return float(value)
 
 
-def keep_k(rounds, baseline, start_k, predicted_k=None, method=None, noise=0.03, concurrency=1,
+def keep_k(rounds, baseline, start_k, predicted_k=None, method=None, noise=0.06, concurrency=1,
            tie_tolerance=0.01):
     """Which measured k to keep, from rounds measured at several k (tune_k.yml's probes and confirmation).
 
@@ -391,7 +478,8 @@ def keep_k(rounds, baseline, start_k, predicted_k=None, method=None, noise=0.03,
     in its throughput, the pooled counters much less.  The best k wins, or the smallest within
     ``tie_tolerance`` of it.  The skill's 0.6 rule: a k above the start is kept only when the
     start round's acceptance rate is above 0.6, or when that k is faster than the start k by more
-    than ``noise`` (the relative clock noise of one comparison of two rounds) - the measured
+    than ``noise`` (6 %: about twice the standard deviation of one comparison of two rounds at a
+    clock CV of 2 %, counting noise aside) - the measured
     evidence that the larger k pays."""
     if isinstance(start_k, bool) or not isinstance(start_k, int) or start_k < 1:
         raise ChooseKError("start_k must be the board's start num_speculative_tokens (an integer >= 1), got %r"
@@ -430,7 +518,7 @@ def keep_k(rounds, baseline, start_k, predicted_k=None, method=None, noise=0.03,
         reasons.append("acceptance at the start k=%d is %s, not above %s (the skill's rule for raising k): %s"
                        % (start_k, "%.2f" % acceptance if acceptance is not None else "unknown",
                           ACCEPTANCE_FOR_HIGHER_K,
-                          ("k=%s measured faster than k=%d by more than the noise of one comparison (%.1f %%), "
+                          ("k=%s measured faster than k=%d by more than the noise of a comparison (%.1f %%), "
                            "the evidence that the larger k pays" % (
                                ", ".join(str(k) for k in evidence), start_k, 100.0 * noise)) if evidence else
                           "a k above it is kept only when it measured faster by more than %.1f %%, and none did"
