@@ -51,7 +51,7 @@ def run_once(rng, num_prompts, warmup):
         progress.step(step, count, concurrency, level)
         batch = min(concurrency, count)  # a warmup of 2 prompts at c=8 runs a batch of 2
         latency = batch * t1 / batch ** (math.log(speedup) / math.log(8))
-        ends = [clock.t + latency * rng.lognormvariate(0.0, 0.1) for _ in range(batch)]
+        ends = [clock.t + latency * rng.lognormvariate(0.0, 0.1) for dummy in range(batch)]
         heapq.heapify(ends)
         sent = len(ends)
         while ends:
@@ -107,7 +107,7 @@ def main():
     args = parser.parse_args()
     rng = random.Random(args.seed)
     results = {"before (whole-run pace)": {"c=1": [], "c=8": []}, "now (level by level)": {"c=1": [], "c=8": []}}
-    for _ in range(args.runs):
+    for dummy in range(args.runs):
         num_prompts = rng.choice([8, 30, 50, 100])
         warmup = rng.choice([0, 1, 2, 5])
         snaps, end = run_once(rng, num_prompts, warmup)

@@ -90,11 +90,11 @@ def _c1_half_done():
     clock.t += 4.0
     prog.request_done()
     prog.step("warmup", 2, 1, 1)
-    for _ in range(2):
+    for dummy in range(2):
         clock.t += 4.0
         prog.request_done()
     prog.step("level", 10, 1, 1)
-    for _ in range(5):
+    for dummy in range(5):
         clock.t += 4.0
         prog.request_done()
     return writes[-1], clock.t
@@ -119,7 +119,7 @@ def test_a_step_with_nothing_finished_yet_starts_from_the_last_steps_latency():
     prog.start()
     for step, count, level in (("probe", 1, None), ("warmup", 2, 1), ("level", 10, 1)):
         prog.step(step, count, 1, level)
-        for _ in range(count):
+        for dummy in range(count):
             clock.t += 4.0
             prog.request_done()
     prog.step("warmup", 2, 8, 2)
