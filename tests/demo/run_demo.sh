@@ -12,7 +12,8 @@ PY="$REPO/.venv/bin/python"; PLAYBOOK="$REPO/.venv/bin/ansible-playbook"
 
 step() { printf '\n=== %s\n' "$*"; }
 
-step "Simulated fleet: $(python3 -c 'import json,sys;print(", ".join(b["name"] for b in json.load(open(sys.argv[1]))["boards"]))' tests/demo/fleet.json) (SIMULATED boards)"
+HOSTS=$(python3 -c 'import json,sys;print(",".join(b["name"] for b in json.load(open(sys.argv[1]))["boards"]))' tests/demo/fleet.json)
+step "Simulated fleet: ${HOSTS//,/, } (SIMULATED boards)"
 rm -rf "$INV" && mkdir -p "$INV"
 "$PY" tests/testbed/fleet.py up tests/demo/fleet.json "$INV" >/dev/null
 ln -sfn "$REPO/inventories/example/group_vars" "$INV/group_vars"
@@ -20,10 +21,10 @@ ln -sfn "$REPO/inventories/example/group_vars" "$INV/group_vars"
 step "Today's fleet: vLLM without speculation on every board"
 "$PLAYBOOK" -i "$INV" playbooks/deploy.yml -e vllm_server_speculation=false >"$WORK/deploy.log"
 
-step "Rollout: benchmark, decide, keep or revert (ansible-playbook jetson.specdec.rollout)"
+step "Rollout: benchmark, decide, keep or revert (ansible-playbook jetson.specdec.rollout; each host's progress below, every task in $WORK/rollout.log)"
 start=$(date +%s)
 "$PLAYBOOK" -i "$INV" playbooks/rollout.yml -e rollout_report_dir="$WORK/reports" ${JETSON_SPECDEC_DEMO_ARGS:-} | tee "$WORK/rollout.log" \
-    | sed -n '/^PLAY RECAP/,$p'
+    | awk -v hosts="$HOSTS" -f tests/demo/progress.awk
 report=$(ls -d "$WORK"/reports/*/ | sort | tail -n 1)
 step "Fleet report ($report)"
 cat "$report/report.md"
