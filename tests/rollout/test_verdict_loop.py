@@ -131,9 +131,11 @@ def test_a_round_measured_while_the_board_throttled_is_set_aside_and_measured_ag
     assert verdict["reasons"][0].startswith("Round 2 (candidate) is set aside, not evidence:"), verdict["reasons"]
     # the evidence is the rounds at full clock (the candidate c=1 some 40 % faster); the throttled
     # rounds alone read a candidate some 45 % slower. The decision itself is keep unless the test
-    # host's own load spread the rounds so far that 12 rounds did not settle it.
+    # host's own load spread the rounds so far that 12 rounds did not settle it (inconclusive), or slowed
+    # the stand-in's speculative steps until the gain's interval lay below the keep bar (marginal: CI,
+    # 2026-12-06, +14 % with interval +0.5 .. +29.7 %, reverted below the keep bar).
     assert verdict["estimates"]["c1_throughput_gain"]["point"] > 0.1, verdict["reasons"]
-    assert verdict["action"] == "keep" or verdict["decision"] == "inconclusive", verdict["reasons"]
+    assert verdict["action"] == "keep" or verdict["decision"] in ("inconclusive", "marginal"), verdict["reasons"]
     assert state["status"] == ("kept" if verdict["action"] == "keep" else "reverted")
     # The state keeps the conditions of the last candidate round. Usually that round is evidence, at full
     # clock; when a loaded test host spread the rounds until the budget ended right after a switch, it is
