@@ -3,8 +3,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The fleet report's HTML in a real browser (headless Chromium from Debian packages).
 
-The report is built by the collection's own fleet_report module (run as a process,
-as Ansible runs it) from records a simulated demo rollout spooled
+The report is built by the collection's own report playbook (jetson.specdec.report: the
+fleet_report action renders the collection's template on the controller) from records a simulated demo rollout spooled
 (tests/fixtures/records/demo-run: keep, revert on a concurrency-8 regression, a
 fallback ladder that ended in revert, two refused boards, a host that failed on a
 held lock) plus one expected host without a record (unreachable): 8 hosts. Then at
@@ -143,20 +143,26 @@ def report(request, tmp_path_factory):
         for record in _scale().fleet(request.param - 1):
             (hosts_dir / (record["host"] + ".json")).write_text(json.dumps(record))
             names.append(record["host"])
-    args = {"read_spool": True, "dest_dir": str(work / "reports"), "run_id": "demo",
-            "expected_hosts": names + [UNREACHABLE]}
-    args_file = work / "args.json"
-    args_file.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": args}))
-    env = dict(os.environ, PYTHONPATH=os.path.join(REPO, ".cache", "collections"))
-    proc = subprocess.run([sys.executable, os.path.join(REPO, "plugins", "modules", "fleet_report.py"),
-                           str(args_file)], capture_output=True, text=True, env=env, timeout=300, check=False)
+    # the collection's own report playbook (jetson.specdec.report): the fleet_report action renders the
+    # collection's template on the controller, as a rollout's last play does
+    inventory = work / "inventory.json"
+    inventory.write_text(json.dumps({"all": {"hosts": dict((name, {}) for name in names + [UNREACHABLE])}}))
+    env = dict(os.environ, ANSIBLE_CONFIG=os.path.join(REPO, "ansible.cfg"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, ".cache", "collections"))
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "ansible-playbook"), "-i", str(inventory),
+                           os.path.join(REPO, "playbooks", "report.yml"), "-e", "rollout_run_id=demo",
+                           "-e", "rollout_report_dir=%s" % (work / "reports")],
+                          cwd=str(work), capture_output=True, text=True, env=env, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    result = json.loads(proc.stdout)
+    html_path = str(work / "reports" / "demo" / "report.html")
+    assert "Report: " + html_path in proc.stdout, proc.stdout
+    with open(html_path, encoding="utf-8") as handle:
+        chart = "src=\"data:image/png;base64," in handle.read()
     with open(os.path.join(RECORDS, "fl-stale.json")) as handle:
         failed_error = json.load(handle)["error"]
     assert len(names) + 1 == request.param
-    return {"work": str(work), "html": result["html_path"], "hosts": names + [UNREACHABLE],
-            "chart": result["chart"], "failed_error": failed_error, "size": request.param}
+    return {"work": str(work), "html": html_path, "hosts": names + [UNREACHABLE],
+            "chart": chart, "failed_error": failed_error, "size": request.param}
 
 
 @pytest.fixture(scope="module")

@@ -42,7 +42,8 @@ tarball="$WORK/dist/jetson-specdec-$version.tar.gz"
 listing=$(tar -tzf "$tarball")
 for wanted in MANIFEST.json FILES.json meta/runtime.yml roles/pull_mode/meta/argument_specs.yml \
               roles/rollout/tasks/main.yml roles/vllm_server/tasks/main.yml playbooks/pull.yml \
-              playbooks/rollout.yml plugins/modules/jetson_facts.py changelogs/changelog.yaml docs/index.md; do
+              playbooks/rollout.yml plugins/modules/jetson_facts.py plugins/action/fleet_report.py \
+              plugins/plugin_utils/templates/fleet_report.html.j2 changelogs/changelog.yaml docs/index.md; do
     grep -qx "$wanted" <<<"$listing" || fail "$wanted is missing from $(basename "$tarball")"
 done
 for unwanted in '^tests/' '^\.venv/' '^\.cache/' '^\.ci/' '^build/' '^Makefile$'; do

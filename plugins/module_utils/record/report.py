@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026 jetson.specdec contributors
 # SPDX-License-Identifier: Apache-2.0
-"""Fleet report: per-host rows, per-family medians, markdown and HTML (pure, stdlib only).
+"""Fleet report: per-host rows, per-family medians, markdown and the HTML page's data (pure, stdlib only).
 
 Input is the list of per-host records the rollout playbook collects (host,
 simulated, facts, baseline/candidate bench results, verdict, status, error...).
@@ -11,7 +11,6 @@ Bench results keep the field names of the vllm_bench module
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
-import html
 import math
 
 from ansible_collections.jetson.specdec.plugins.module_utils.record.record import normalize
@@ -779,97 +778,71 @@ def render_markdown(report, title="jetson.specdec fleet report"):
     return "\n".join(lines) + "\n"
 
 
-def _html_table(header, rows, median_row=None, classes=None):
-    out = ["<table>", "<thead><tr>" + "".join("<th>%s</th>" % html.escape(h) for h in header) + "</tr></thead>",
-           "<tbody>"]
-    for index, row in enumerate(rows):
-        css = (classes or [None] * len(rows))[index]
-        out.append(("<tr class=\"%s\">" % css if css else "<tr>")
-                   + "".join("<td>%s</td>" % html.escape(str(c)) for c in row) + "</tr>")
-    if median_row:
-        out.append('<tr class="median">' + "".join("<td>%s</td>" % html.escape(str(c)) for c in median_row)
-                   + "</tr>")
-    out += ["</tbody>", "</table>"]
-    return out
+def _table(header, rows, median_row=None, classes=None):
+    """One table of the HTML page as plain data: {header, rows: [{cells, css}], median}; every cell a string."""
+    classes = classes or [None] * len(rows)
+    return {"header": [str(h) for h in header],
+            "rows": [{"cells": [str(c) for c in row], "css": classes[index]} for index, row in enumerate(rows)],
+            "median": [str(c) for c in median_row] if median_row else None}
 
 
 # One colour per outcome (the summary's counts, each host's row and its Why heading).
 OUTCOME_COLOURS = {"kept": "#d8f0d8", "reverted": "#ececec", "human": "#ffe0b3", "refused": "#dde8f6",
                    "off": "#e8e4f4", "failed": "#f8d0d0", "held": "#f6f6e0", "planned": "#f6f6e0"}
-STYLE = ("body{font-family:sans-serif;margin:1.5em;max-width:100%;box-sizing:border-box}"
-         "table{border-collapse:collapse;margin-bottom:1.5em;font-size:.85em;max-width:100%}"
-         "td,th{border:1px solid #bbb;padding:.25em .5em;text-align:right;vertical-align:top}"
-         "td:first-child,th:first-child{text-align:left}td:nth-child(2),td:nth-child(3),td:nth-child(4),"
-         "th:nth-child(2),th:nth-child(3),th:nth-child(4){text-align:left}tr.median{font-weight:bold;background:#f3f3f3}"
-         ".note{background:#fff4d6;padding:.5em 1em}"
-         ".headline{font-size:1.15em;background:#eef6ee;padding:.6em 1em;border-left:6px solid #4a4}"
-         "ul.why li,ul.settings li{margin:.2em 0;max-width:70em;overflow-wrap:anywhere}"
-         "img.chart{max-width:100%;height:auto}"
-         + "".join("tr.o-%s,h3.o-%s{background:%s}" % (k, k, c) for k, c in sorted(OUTCOME_COLOURS.items())))
+CHART_ALT = ("Per family, each host's change in throughput at concurrency 1 and 8 and in TPOT p50 with its interval, "
+             "coloured by outcome, over the family's spread")
+OUTLIERS_INTRO = ("Hosts whose estimate lies far outside their family's hosts with the same outcome "
+                  "(beyond 1.5 interquartile ranges).")
+HTML_FOOTER = ("The baseline columns are the geometric means of the baseline rounds the verdict used; the change "
+               "columns are the verdict's own estimates. A family's median row takes only its kept hosts (what it "
+               "gains as it runs now).")
 
 
-def render_html(report, chart_png_b64=None, chart_note=None, title="jetson.specdec fleet report"):
-    """Self-contained HTML; the chart is an embedded base64 PNG when given."""
-    esc = html.escape
-    parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             "<title>%s</title>" % esc(title), "<style>%s</style></head><body>" % STYLE,
-             "<h1>%s</h1>" % esc(title),
-             "<p>Run <code>%s</code>, generated %s. %d host(s): %s.</p>"
-             % (esc(str(report["run_id"])), esc(str(report["generated_at"])), report["summary"]["hosts"],
-                esc(decision_summary(report)))]
-    for note in (dry_run_note(report), simulated_note(report)):
-        if note:
-            parts.append('<p class="note"><strong>%s</strong></p>' % esc(note))
-    parts += ["<h2>Summary</h2>", '<p class="headline">%s</p>' % esc(headline(report))]
+def html_view(report, chart_png_b64=None, chart_note=None, title="jetson.specdec fleet report"):
+    """Everything report.html shows, as plain data (strings, numbers, lists, dicts; no markup).
+
+    The controller renders it with the collection's template (plugins/plugin_utils/templates/fleet_report.html.j2,
+    autoescaped): this function decides what each row and cell says and which outcome colours it; the
+    template only lays it out. ``chart_png_b64`` is the chart as base64 PNG (embedded as a data URI),
+    ``chart_note`` says why there is none."""
     counts = outcome_counts(report)
-    parts += _html_table(("Outcome", "Hosts"), [(words, count) for _key, words, count in counts],
-                         classes=["o-" + key for key, _w, _c in counts])
-    attention = attention_hosts(report)
-    if attention:
-        parts.append("<p>Needs a look (every host that needs a human or failed):</p><ul class=\"why\">")
-        parts += ['<li>%s (%s): %s</li>' % (", ".join('<a href="#why-%s"><strong>%s</strong></a>'
-                                                      % (esc(h.split(" (SIMULATED)")[0], quote=True), esc(h))
-                                                      for h in hosts), esc(what), esc(text))
-                  for what, text, hosts in attention_groups(report)]
-        parts.append("</ul>")
-    parts.append('<ul class="settings">')
-    parts += ["<li><strong>%s</strong>: %s</li>" % (esc(label), esc(text)) for label, text in settings_lines(report)]
-    parts += ["<li><strong>Signs</strong>: %s</li>" % esc(SIGN_CONVENTION),
-              "<li><strong>Rounds</strong>: %s</li>" % esc(ROUNDS_JARGON), "</ul>"]
-    if chart_png_b64:
-        parts.append('<h2>Per family: the verdict\'s estimates</h2><img class="chart" alt="Per family, each host\'s '
-                     'change in throughput at concurrency 1 and 8 and in TPOT p50 with its interval, coloured by '
-                     'outcome, over the family\'s spread" src="data:image/png;base64,%s">' % chart_png_b64)
-    if chart_note:
-        parts.append('<p class="note">%s</p>' % esc(chart_note))
-    found = outliers(report)
-    if found:
-        parts.append("<h2>Outliers</h2><p>Hosts whose estimate lies far outside their family's hosts with the same "
-                     "outcome (beyond 1.5 interquartile ranges).</p>")
-        parts += _html_table(OUTLIER_HEADER, [_outlier_cells(o) for o in found])
+    families = []
     for family, rows in _rows_by_family(report).items():
-        parts.append("<h2>%s (%d)</h2>" % (esc(family), len(rows)))
         summary = report["families"][family]
-        parts += _html_table(TABLE_HEADER, [table_cells(r) for r in rows],
-                             median_cells(summary) if summary["kept_measured"] else None,
-                             classes=["o-" + r["outcome"] for r in rows])
+        families.append({"name": family, "hosts": len(rows),
+                         "table": _table(TABLE_HEADER, [table_cells(r) for r in rows],
+                                         median_cells(summary) if summary["kept_measured"] else None,
+                                         classes=["o-" + r["outcome"] for r in rows])})
+    found = outliers(report)
     problems = problem_rows(report)
-    if problems:
-        parts.append("<h2>Unreachable or failed hosts</h2>")
-        parts += _html_table(("Host", "Status", "Error"), problems)
-    parts.append("<h2>Why each host ended where it did</h2>")
-    for entry in _entries_in_table_order(report):
-        parts.append('<h3 id="why-%s" class="o-%s">%s: %s</h3><ul class="why">' % (
-            esc(entry["row"]["host"], quote=True), esc(entry["row"]["outcome"], quote=True),
-            esc(host_label(entry["row"])), esc(decision_label(entry["row"]))))
-        parts += ["<li><strong>%s</strong>: %s</li>" % (esc(label), esc(str(text))) for label, text in why_items(entry)]
-        parts.append("</ul>")
-    parts.append("<p>The baseline columns are the geometric means of the baseline rounds the verdict used; the change "
-                 "columns are the verdict's own estimates. A family's median row takes only its kept hosts (what it "
-                 "gains as it runs now).</p>")
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
+    return {
+        "title": str(title),
+        "run_id": str(report["run_id"]),
+        "generated_at": str(report["generated_at"]),
+        "host_count": report["summary"]["hosts"],
+        "decisions": decision_summary(report),
+        "notes": [note for note in (dry_run_note(report), simulated_note(report)) if note],
+        "headline": headline(report),
+        "outcomes": _table(("Outcome", "Hosts"), [(words, count) for _key, words, count in counts],
+                           classes=["o-" + key for key, _w, _c in counts]),
+        "attention": [{"hosts": [{"name": h, "anchor": "why-" + h.split(" (SIMULATED)")[0]} for h in hosts],
+                       "what": what, "text": text} for what, text, hosts in attention_groups(report)]
+        if attention_hosts(report) else [],
+        "settings": [{"label": label, "text": text} for label, text in settings_lines(report)]
+        + [{"label": "Signs", "text": SIGN_CONVENTION}, {"label": "Rounds", "text": ROUNDS_JARGON}],
+        "chart": {"src": "data:image/png;base64," + chart_png_b64, "alt": CHART_ALT} if chart_png_b64 else None,
+        "chart_note": chart_note,
+        "outliers": {"intro": OUTLIERS_INTRO, "table": _table(OUTLIER_HEADER, [_outlier_cells(o) for o in found])}
+        if found else None,
+        "families": families,
+        "problems": _table(("Host", "Status", "Error"), problems) if problems else None,
+        "why": [{"anchor": "why-" + entry["row"]["host"], "outcome": entry["row"]["outcome"],
+                 "host": host_label(entry["row"]), "decision": decision_label(entry["row"]),
+                 "lines": [{"label": label, "text": str(text)} for label, text in why_items(entry)]}
+                for entry in _entries_in_table_order(report)],
+        "footer": HTML_FOOTER,
+        "colours": [{"outcome": key, "colour": colour} for key, colour in sorted(OUTCOME_COLOURS.items())],
+    }
 
 
 CHART_FIELDS = ("c1_gain", "tpot_change", "c8_change")

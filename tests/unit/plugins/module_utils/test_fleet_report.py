@@ -4,9 +4,13 @@
 import pytest
 
 import importlib.util
+import json
+import re
 import os
 
+from ansible_collections.jetson.specdec.plugins.action import fleet_report as report_action
 from ansible_collections.jetson.specdec.plugins.module_utils.record import report as fr
+from ansible_collections.jetson.specdec.plugins.plugin_utils.report_page import render_html
 
 _SPEC = importlib.util.spec_from_file_location("scale", os.path.join(
     os.path.dirname(__file__), "..", "..", "..", "fixtures", "records", "scale.py"))
@@ -108,10 +112,10 @@ def test_markdown_escapes_pipes():
 
 def test_html_escapes_and_embeds_chart():
     r = dict(RECORDS[1], host="<script>")
-    page = fr.render_html(fr.build_report([r], "x", "t"), chart_png_b64="QUJD", chart_note=None)
+    page = render_html(fr.build_report([r], "x", "t"), chart_png_b64="QUJD", chart_note=None)
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert 'src="data:image/png;base64,QUJD"' in page
-    note = fr.render_html(fr.build_report([r], "x", "t"), None, "no matplotlib")
+    note = render_html(fr.build_report([r], "x", "t"), None, "no matplotlib")
     assert "data:image" not in note and "no matplotlib" in note
 
 
@@ -132,7 +136,7 @@ def test_medians_take_only_kept_hosts_and_a_family_without_any_has_no_median_row
     md = fr.render_markdown(rep)
     assert "median of the 1 kept" in md.split("## agx")[1].split("##")[0]
     assert "median of" not in md.split("## nx")[1].split("##")[0]
-    assert fr.render_html(rep).count("median of") == 1  # agx only
+    assert render_html(rep).count("median of") == 1  # agx only
 
 
 def test_the_simulated_banner_says_how_the_stand_ins_numbers_are_scaled():
@@ -153,7 +157,7 @@ def test_a_check_mode_report_says_it_is_a_dry_run():
                "reasons": ["check mode: a real run would benchmark eagle3 h, k=5"]}
     rep = fr.build_report([planned], "r", "t")
     assert fr.dry_run_note(rep).startswith("DRY RUN (--check): no host was changed")
-    assert "> **DRY RUN (--check)" in fr.render_markdown(rep) and "DRY RUN (--check)" in fr.render_html(rep)
+    assert "> **DRY RUN (--check)" in fr.render_markdown(rep) and "DRY RUN (--check)" in render_html(rep)
     kept = rec("agx-01", "agx", (10.0, 40.0), (16.0, 25.0), "keep")
     assert fr.dry_run_note(fr.build_report([kept], "r", "t")) is None
     assert "DRY RUN" not in fr.render_markdown(fr.build_report([kept], "r", "t"))
@@ -176,10 +180,9 @@ def test_the_chart_is_per_family_and_as_wide_at_300_hosts_as_at_8():
     pytest.importorskip("matplotlib")
     import base64
     import struct
-    from ansible_collections.jetson.specdec.plugins.modules import fleet_report as module
 
     def size(series):
-        png, note = module.draw_chart(series)
+        png, note = report_action.draw_chart(series)
         assert note is None
         data = base64.b64decode(png)
         assert data[:8] == b"\x89PNG\r\n\x1a\n"
@@ -187,8 +190,8 @@ def test_the_chart_is_per_family_and_as_wide_at_300_hosts_as_at_8():
 
     small = size(fr.chart_series(fr.build_report(FLEET, "r", "t")))
     large = size(fr.chart_series(fr.build_report(scale.fleet(300), "r", "t")))
-    assert small == large and small[0] == int(module.CHART_WIDTH_IN * module.CHART_DPI)  # 990 px, not 29,268
-    assert module.draw_chart([]) == (None, "No host has a verdict's estimate to chart.")
+    assert small == large and small[0] == int(report_action.CHART_WIDTH_IN * report_action.CHART_DPI)  # 990 px, not 29,268
+    assert report_action.draw_chart([]) == (None, "No host has a verdict's estimate to chart.")
 
 
 def test_a_host_off_by_policy_reads_so_in_the_tables_and_the_summary():
@@ -202,4 +205,22 @@ def test_a_host_off_by_policy_reads_so_in_the_tables_and_the_summary():
     entry = [e for e in rep["hosts"] if e["row"]["host"] == "nx-02"][0]
     assert not entry["row"]["failed"] and entry["why"]["runs_now"] == "baseline"
     assert "vllm_server_speculation" in entry["why"]["next_step"]
-    assert "refus" not in fr.render_html(rep).split("nx-02")[1][:200]
+    assert "refus" not in render_html(rep).split("nx-02")[1][:200]
+
+
+def test_the_html_view_is_plain_data_without_markup():
+    """Row logic stays in Python as plain text; the markup is the template's (plugin_utils/templates)."""
+    view = fr.html_view(fr.build_report(scale.fleet(12), "r", "t"), "QUJD", None, "title")
+    json.dumps(view)  # strings, numbers, lists and dicts only
+
+    def strings(value):
+        if isinstance(value, dict):
+            return [s for v in value.values() for s in strings(v)]
+        if isinstance(value, list):
+            return [s for v in value for s in strings(v)]
+        return [value] if isinstance(value, str) else []
+    found = strings(view)
+    assert found and not [s for s in found if re.search(r"</?(td|tr|th|table|li|ul|p|h[1-3]|strong|a)\b", s)]
+    assert view["chart"]["src"] == "data:image/png;base64,QUJD"
+    assert [f["name"] for f in view["families"]] == sorted(f["name"] for f in view["families"])
+    assert all(row["css"].startswith("o-") for f in view["families"] for row in f["table"]["rows"])

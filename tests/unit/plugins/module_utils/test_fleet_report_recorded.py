@@ -14,6 +14,7 @@ import pytest
 
 from ansible_collections.jetson.specdec.plugins.module_utils.record import record as rec
 from ansible_collections.jetson.specdec.plugins.module_utils.record import report as fr
+from ansible_collections.jetson.specdec.plugins.plugin_utils.report_page import render_html
 from ansible_collections.jetson.specdec.plugins.module_utils.record.why import explain
 
 _SPEC = importlib.util.spec_from_file_location("scale", os.path.join(
@@ -157,7 +158,7 @@ def test_no_reason_is_cut_and_a_fix_is_shown_whole():
     why = explain(rec.normalize(longer))["why"]
     assert why == refused["reasons"] + [long_reason]  # every reason, each in full
     report = build([longer])
-    page = html.unescape(fr.render_html(report))
+    page = html.unescape(render_html(report))
     md = fr.render_markdown(report)
     for reason in fixes + [long_reason]:
         assert reason in page and reason in html.unescape(md.replace("\\|", "|"))
@@ -178,7 +179,7 @@ def test_outliers_are_listed_per_family_and_outcome():
 def test_300_hosts_every_host_in_the_tables_and_the_html_rows_coloured_by_outcome():
     report = build(scale.fleet(300))
     assert report["summary"]["hosts"] == 300 and sum(report["summary"]["outcomes"].values()) == 300
-    page = fr.render_html(report)
+    page = render_html(report)
     table_hosts = re.findall(r'<tr class="o-([a-z]+)"><td>([^<]+)</td>', page)
     assert len(set(h for _o, h in table_hosts if " | " not in h)) >= 300
     assert set(o for o, _h in table_hosts) >= {"kept", "reverted", "human", "off", "refused", "failed"}

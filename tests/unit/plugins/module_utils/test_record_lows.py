@@ -10,7 +10,7 @@ from ansible_collections.jetson.specdec.plugins.action import rollout_publish
 from ansible_collections.jetson.specdec.plugins.module_utils.record import report as fr
 from ansible_collections.jetson.specdec.plugins.module_utils.record import state as st
 from ansible_collections.jetson.specdec.plugins.module_utils.record.names import UnsafeName, check_run_id
-from ansible_collections.jetson.specdec.plugins.modules import fleet_report
+from ansible_collections.jetson.specdec.tests.unit.plugins.action.fleet_report_run import run_report
 from ansible_collections.jetson.specdec.tests.unit.plugins.modules.utils import run_module
 
 HTML = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "<a href='javascript:x'>y</a>",
@@ -77,14 +77,14 @@ def test_report_files_are_0640_and_an_old_0644_file_gets_the_mode(tmp_path):
     try:
         args = {"records": [{"host": "h1", "status": "failed", "error": "x"}], "dest_dir": str(tmp_path),
                 "run_id": "r1", "chart": False}
-        failed, result = run_module(fleet_report.main, args)
+        failed, result = run_report(args)
         assert not failed and result["changed"], result
         run_dir = tmp_path / "r1"
         for name in ("report.json", "report.md", "report.html"):
             assert stat.S_IMODE(os.stat(str(run_dir / name)).st_mode) == 0o640, name
         assert stat.S_IMODE(os.stat(str(run_dir)).st_mode) == 0o750
         os.chmod(str(run_dir / "report.md"), 0o644)
-        failed, result = run_module(fleet_report.main, args)
+        failed, result = run_report(args)
         assert not failed and stat.S_IMODE(os.stat(str(run_dir / "report.md")).st_mode) == 0o640
     finally:
         os.umask(old)
@@ -92,7 +92,7 @@ def test_report_files_are_0640_and_an_old_0644_file_gets_the_mode(tmp_path):
 
 @pytest.mark.parametrize("run_id", ["../../x", "..", "a..b", "-x"])
 def test_the_report_module_refuses_a_run_id_outside_the_directory(tmp_path, run_id):
-    failed, result = run_module(fleet_report.main, {"records": [], "dest_dir": str(tmp_path / "r"), "run_id": run_id,
+    failed, result = run_report({"records": [], "dest_dir": str(tmp_path / "r"), "run_id": run_id,
                                                     "chart": False})
     assert failed and "input.run_id" in result["msg"], result
     assert list(tmp_path.iterdir()) == []

@@ -6,10 +6,9 @@ import os
 import pytest
 
 from ansible_collections.jetson.specdec.plugins.module_utils.record.record import normalize
-from ansible_collections.jetson.specdec.plugins.module_utils.record.report import (
-    build_report, render_html, render_markdown,
-)
+from ansible_collections.jetson.specdec.plugins.module_utils.record.report import build_report, render_markdown
 from ansible_collections.jetson.specdec.plugins.module_utils.record.why import explain, ladder_path
+from ansible_collections.jetson.specdec.plugins.plugin_utils.report_page import render_html
 
 RECORDS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "fixtures", "records", "demo-run")
 
