@@ -98,3 +98,15 @@ def test_readme_and_index_describe_the_sequential_verdict():
     for stale in ("within noise", "repeat rule", "allows one repeat"):
         assert stale not in readme.lower() and stale not in index.lower(), stale
     assert "round by round" in readme and "inconclusive when the budget ends" in readme
+
+
+def test_the_readme_says_why_the_demo_prints_no_benchmark_progress():
+    """The README's demo console: the demo's benchmark size and the progress interval it names are the real ones."""
+    import json
+    readme = " ".join(_read("README.md").split())
+    prompts = json.loads(_read("tests", "demo", "fleet.json"))["hostvars"]["rollout_bench_num_prompts"]
+    interval = yaml.safe_load(_read("roles", "rollout", "defaults", "main.yml"))["rollout_progress_interval"]
+    start = yaml.safe_load(_read("roles", "vllm_server", "defaults", "main", "main.yml"))["vllm_server_progress_interval"]
+    assert "(%d prompts a level)" % prompts in readme
+    assert interval == start and "within the %d s progress interval" % interval in readme
+    assert "where it is every %d s" % interval in readme
