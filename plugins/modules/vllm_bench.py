@@ -371,6 +371,12 @@ simulated:
   description: Value of the server's C(X-Jetson-Simulated) header, or null for a real server.
   returned: success
   type: str
+wall_s:
+  description:
+    - Seconds the whole benchmark took on the board (discovery, probe, warm-up, every level, the answers), more
+      than the levels' C(duration_s) together. The rollout's time budget counts this.
+  returned: success
+  type: float
 config:
   description: The settings actually used (lengths after clamping; C(prompt_kind) is C(token_ids) or C(text)).
   returned: success

@@ -37,6 +37,11 @@ import subprocess as _subprocess  # noqa: E402
 
 import pytest  # noqa: E402
 
+# Ansible's display module looks up libc with ctypes when it is first imported, which runs `ldconfig -p`: a
+# process of the import, not of the test that happens to import it first (an AnsibleError's message imports it
+# lazily). Imported here, before the guard, so a test file runs alone as it runs in the whole tier.
+import ansible.utils.display  # noqa: E402,F401  pylint: disable=unused-import,wrong-import-position
+
 _ACTIVE = []  # the item whose phase is running, while one is
 _VIOLATIONS = {}  # nodeid -> what it tried
 

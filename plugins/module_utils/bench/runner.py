@@ -370,6 +370,9 @@ class Benchmark(object):
                        "endpoint": cfg["endpoint"], "seed": cfg["seed"],
                        "concurrency": list(cfg["concurrency"]), "prompt_kind": self.prompt_kind},
             "warnings": self.warnings,
+            # the whole step on the board (discovery, probe, warm-up, levels, answers): the verdict's time
+            # budget counts this, not only the levels' own durations
+            "wall_s": round(perf_counter() - t0, 3),
         }
         if cfg.get("sampler") is not None:
             result["conditions"] = self.conditions

@@ -23,7 +23,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.verdict.third_arm i
 
 # What the benchmark module returns that the record keeps (the rest is Ansible's bookkeeping).
 BENCH_KEYS = ("runs", "spec_decode", "server", "bench_warnings", "simulated", "config", "workload",
-              "conditions", "answers")
+              "conditions", "answers", "wall_s")
 CONNECTION_ERRORS = ("deserialization failed", "is not running", "failed to connect", "unreachable")
 POLICY_OFF = "policy.speculation_off: vllm_server_speculation is false for this host."
 NO_RECORD_ERROR = "no record: the host was unreachable, or the run stopped before it"
@@ -372,9 +372,37 @@ def broken_candidate_verdict(message):
                         % str(message or "benchmark failed")[:1500]]}
 
 
+def _seconds(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
+        return None
+    return float(value)
+
+
 def decide_rounds(rounds):
-    """The role's rounds ([{phase, result}], in the order they ran) as spec_decide reads them."""
-    return [{"arm": r.get("phase"), "result": r.get("result") or {}} for r in rounds or []]
+    """The role's rounds ([{phase, result, serving}], in the order they ran) as spec_decide reads them.
+
+    A round's board time (``wall_s``) is the benchmark's own wall time (``result.wall_s``: discovery, warm-up,
+    every level, the answers) plus, when the arm changed before it, how long vLLM did not serve across that
+    switch (``serving.serving_gap_s``, measured by the switch's wait): the restart as it really took.  When
+    either is unknown (an older benchmark, a switch without a measured gap) the round has no ``wall_s`` and
+    spec_decide estimates it from the levels' durations and ``restart_s``.  ``switch_s`` is the measured
+    restart alone, from which the next round's restart is planned.
+    """
+    out = []
+    previous = None
+    for r in rounds or []:
+        result = r.get("result") or {}
+        item = {"arm": r.get("phase"), "result": result}
+        switched = previous is not None and r.get("phase") != previous
+        gap = _seconds((r.get("serving") or {}).get("serving_gap_s")) if switched else 0.0
+        bench = _seconds(result.get("wall_s"))
+        if switched and gap is not None:
+            item["switch_s"] = gap
+        if bench is not None and gap is not None:
+            item["wall_s"] = round(bench + gap, 3)
+        out.append(item)
+        previous = r.get("phase")
+    return out
 
 
 def schedule_rounds(rounds, params):
@@ -385,14 +413,18 @@ def schedule_rounds(rounds, params):
     base = [r.get("result") or {} for r in kept if r.get("phase") == "baseline"]
     runs = [run for result in base for run in result.get("runs") or [] if isinstance(run, dict)]
     requests = sum(int(run.get("completed") or 0) + int(run.get("failed") or 0) for run in runs)
-    seconds = sum(float(run.get("duration_s") or 0.0) for run in runs)
+    # the baseline's rounds as the budget counts them: their whole benchmark when measured, else the levels
+    seconds = sum(_seconds(result.get("wall_s")) if _seconds(result.get("wall_s")) is not None
+                  else sum(float(run.get("duration_s") or 0.0) for run in result.get("runs") or []
+                           if isinstance(run, dict))
+                  for result in base)
     out = dict(params)
     for key, add, cap in (("max_rounds", len(base), 100), ("max_requests", requests, 10 ** 7),
                           ("max_wall_s", seconds, 7 * 86400.0)):
         if out.get(key) is not None:
             out[key] = min(cap, type(out[key])(out[key] + add)) if isinstance(out[key], (int, float)) else out[key]
-    return ([{"phase": "candidate" if r.get("phase") == "schedule" else "baseline", "result": r.get("result")}
-             for r in kept], out)
+    return ([{"phase": "candidate" if r.get("phase") == "schedule" else "baseline", "result": r.get("result"),
+              "serving": r.get("serving")} for r in kept], out)
 
 
 def run_verdict(record, rounds, rungs, broke, params, ttft=None):

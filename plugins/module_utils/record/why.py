@@ -82,7 +82,15 @@ def _pct(value):
     return "%+.1f%%" % (100.0 * float(value))
 
 
-def evidence(verdict, rounds=None):
+def board_time(seconds, scale=1.0):
+    """'95 s' / '14.2 min' of board time (a simulated board's seconds divided by its time_scale), or None."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds != seconds or seconds < 0:
+        return None
+    seconds = seconds / (scale or 1.0)
+    return "%.0f s" % seconds if seconds < 120 else "%.1f min" % (seconds / 60.0)
+
+
+def evidence(verdict, rounds=None, scale=1.0):
     """'throughput c=1 +51.3% (+42.1% to +61.0%), ...; 3 rounds (B C C), 180 requests, 1 restart' or None.
 
     Only a sequential verdict (spec_decide) has intervals; older records have none.
@@ -120,6 +128,10 @@ def evidence(verdict, rounds=None):
                                                        if arms else "",
                                                        verdict.get("requests_used", "?"), restarts,
                                                        "" if restarts == 1 else "s")
+    spent = board_time(verdict.get("wall_s_used"), scale)
+    if spent:
+        # what the time budget (max_wall_s) counted: the benchmarks and the measured switches between them
+        used += ", %s of board time" % spent
     return "; ".join(["; ".join(parts), used]) if parts else used
 
 
@@ -343,7 +355,7 @@ def explain(record):
         "decision": decision,
         "why": why,
         "ladder": ladder_path(record.get("attempts")),
-        "evidence": evidence(verdict, record.get("rounds")),
+        "evidence": evidence(verdict, record.get("rounds"), _time_scale(record.get("baseline"))),
         "workload": workload(record),
         "equivalence": equivalence(verdict),
         "k_tuning": k_tuning(record),

@@ -91,13 +91,14 @@ def _rounds_evidence(rounds, p):
                              "<vllm_bench result>}, got %r" % (i + 1, rnd if not isinstance(rnd, dict)
                                                                else sorted(rnd)))
         wall = ev.number(rnd.get("wall_s"), "round %d wall_s" % (i + 1))
+        switch = ev.number(rnd.get("switch_s"), "round %d switch_s" % (i + 1))
         if rnd["result"].get("spec_decode") is not None:
             inputs.check_spec(rnd["result"]["spec_decode"], "round %d (%s) spec_decode" % (i + 1, rnd["arm"]))
         samples = rnd["result"].get("conditions")
         foreign = [(run.get("concurrency"), (run.get("traffic") or {}).get("foreign_requests"))
                    for run in rnd["result"].get("runs") or [] if isinstance(run, dict)
                    and isinstance(run.get("traffic"), dict)]
-        item = {"arm": rnd["arm"], "levels": {}, "wall_s": wall,
+        item = {"arm": rnd["arm"], "levels": {}, "wall_s": wall, "switch_s": switch,
                 "foreign": [(c, n) for c, n in foreign if isinstance(n, int) and not isinstance(n, bool) and n > 0],
                 "acceptance": ev.acceptance_rate(rnd["result"]), "requests": 0,
                 "tokens_per_step": ev.tokens_per_step(rnd["result"]),
@@ -342,26 +343,37 @@ def next_prompts(rounds, p):
 
 def _usage(rounds, p):
     restarts = sum(1 for a, b in zip(rounds, rounds[1:]) if a["arm"] != b["arm"])
-    walls = []
+    walls, switches = [], []
     for i, rnd in enumerate(rounds):
+        changed = i > 0 and rounds[i - 1]["arm"] != rnd["arm"]
         if rnd["wall_s"] is not None:
             walls.append(rnd["wall_s"])
+            switches.append((rnd.get("switch_s") or 0.0) if changed else 0.0)
         else:
-            changed = i > 0 and rounds[i - 1]["arm"] != rnd["arm"]
             walls.append(sum(lvl["duration_s"] for lvl in rnd["levels"].values() if lvl)
                          + (p["restart_s"] if changed else 0.0))
+            switches.append(p["restart_s"] if changed else 0.0)
     return {"rounds": len(rounds), "restarts": restarts, "last_arm": rounds[-1]["arm"] if rounds else None,
             "requests": sum(r["requests"] for r in rounds),
             "requests_by_arm": dict((arm, sum(r["requests"] for r in rounds if r["arm"] == arm)) for arm in ARMS),
-            "wall_s": round(math.fsum(walls), 3)}
+            "wall_s": round(math.fsum(walls), 3), "switch_s": round(math.fsum(switches), 3)}
+
+
+def restart_estimate(rounds, p):
+    """Seconds the next switch between arms will cost: the mean of the switches measured so far on this
+    host (``switch_s``: how long vLLM did not serve), ``restart_s`` before any was measured."""
+    measured = [r["switch_s"] for r in rounds if r.get("switch_s") is not None]
+    return math.fsum(measured) / len(measured) if measured else p["restart_s"]
 
 
 def _budget_left(rounds, usage, p, levels):
     """None when one more round fits the budget, else the sentence saying what ran out."""
     arm = next_arm(rounds, usage["last_arm"])
     more_requests = next_prompts(rounds, p) * len(levels)
-    per_request = usage["wall_s"] / usage["requests"] if usage["requests"] else 0.0
-    more_wall = per_request * more_requests + (p["restart_s"] if usage["last_arm"] not in (None, arm) else 0.0)
+    # a request's share of the time spent measuring (the switches are planned apart)
+    per_request = (usage["wall_s"] - usage["switch_s"]) / usage["requests"] if usage["requests"] else 0.0
+    more_wall = per_request * more_requests + (restart_estimate(rounds, p)
+                                               if usage["last_arm"] not in (None, arm) else 0.0)
     if p["final"]:
         return "final=true: no more rounds will be run"
     if usage["rounds"] >= p["max_rounds"]:

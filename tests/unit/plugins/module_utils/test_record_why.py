@@ -109,6 +109,7 @@ def test_a_sequential_verdict_leads_with_its_conclusion_and_shows_its_intervals_
     assert why["evidence"].startswith("throughput c=1 +5") and "(+" in why["evidence"]
     assert "TPOT p50 drop c=1" in why["evidence"] and "throughput c=8" in why["evidence"]
     assert "4 rounds (B C C B)" in why["evidence"]
+    assert why["evidence"].endswith("%.1f min of board time" % (verdict["wall_s_used"] / 60)), why["evidence"]
     report = build_report([record], "run", "2026-12-01T00:00:00Z")
     assert "**Evidence**" in render_markdown(report) and "<strong>Evidence</strong>" in render_html(report)
     assert explain(normalize({"host": "old", "status": "kept", "verdict": {"decision": "keep"}}))["evidence"] is None
@@ -220,3 +221,12 @@ def test_a_host_kept_below_the_keep_bar_leads_with_that_name():
     verdict, _rounds = drive({"gain": 0.20, "tpot": -0.45, "c8": 0.20}, marginal_action="keep")
     out = explain({"status": "kept", "verdict": verdict})
     assert out["why"][0].startswith("Kept below the keep bar (verdict.below_keep_bar)")
+
+
+def test_board_time_reads_in_board_seconds_or_minutes():
+    from ansible_collections.jetson.specdec.plugins.module_utils.record.why import board_time
+    assert board_time(95.4) == "95 s"
+    assert board_time(852.0) == "14.2 min"
+    # a stand-in at time_scale 0.1 ran 10x faster than the board it plays
+    assert board_time(85.2, 0.1) == "14.2 min"
+    assert [board_time(v) for v in (None, True, float("nan"), -1.0, "9")] == [None] * 5

@@ -472,3 +472,37 @@ def test_under_the_lock_a_drifted_host_stays_queued_and_is_then_recorded_as_corr
     assert done["status"] == "reverted" and done["drift"]["corrected"] is True
     assert done["reasons"][0] == "Drift corrected: " + DRIFT["message"]
     assert done["warnings"].count(DRIFT["message"]) == 1
+
+
+def test_a_rounds_board_time_is_its_benchmark_plus_the_switch_before_it():
+    """decide_rounds: wall_s = the benchmark's own wall time + the measured gap of the switch that changed the arm;
+    no wall_s (spec_decide estimates) when either is unknown; the first round and a same-arm round add no switch."""
+    gap = {"serving_gap_s": 95.5, "stopped_at_monotonic": 10.0}
+    rounds = [{"phase": "baseline", "result": {"wall_s": 40.0}, "serving": {}},
+              {"phase": "candidate", "result": {"wall_s": 42.0}, "serving": gap},
+              {"phase": "candidate", "result": {"wall_s": 41.0}, "serving": gap},
+              {"phase": "baseline", "result": {"wall_s": 39.0}, "serving": {"serving_gap_s": None}},
+              {"phase": "candidate", "result": {}, "serving": gap},
+              {"phase": "baseline", "result": {"wall_s": 40.0}}]
+    out = rec.decide_rounds(rounds)
+    assert [r.get("wall_s") for r in out] == [40.0, 137.5, 41.0, None, None, None]
+    assert [r.get("switch_s") for r in out] == [None, 95.5, None, None, 95.5, None]
+    assert [r["arm"] for r in out] == ["baseline", "candidate", "candidate", "baseline", "candidate", "baseline"]
+
+
+@pytest.mark.parametrize("bad", [True, float("nan"), -1.0, "12"])
+def test_a_board_time_that_is_not_a_duration_is_left_to_the_estimate(bad):
+    rounds = [{"phase": "baseline", "result": {"wall_s": bad}},
+              {"phase": "candidate", "result": {"wall_s": 10.0}, "serving": {"serving_gap_s": bad}}]
+    out = rec.decide_rounds(rounds)
+    assert "wall_s" not in out[0] and "wall_s" not in out[1] and "switch_s" not in out[1]
+
+
+def test_the_schedules_rounds_keep_their_switch_and_the_baselines_board_time_extends_the_budget():
+    rounds = [{"phase": "baseline", "result": {"wall_s": 50.0, "runs": [{"duration_s": 20.0, "completed": 30}]}},
+              {"phase": "candidate", "result": {"wall_s": 50.0}},
+              {"phase": "schedule", "result": {"wall_s": 45.0}, "serving": {"serving_gap_s": 80.0}}]
+    kept, params = rec.schedule_rounds(rounds, {"max_wall_s": 1000.0, "max_rounds": 10, "max_requests": 100})
+    assert params["max_wall_s"] == 1050.0
+    assert kept[1]["serving"] == {"serving_gap_s": 80.0}
+    assert rec.decide_rounds(kept)[1]["wall_s"] == 125.0
