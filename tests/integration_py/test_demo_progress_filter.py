@@ -36,87 +36,10 @@ JETSON SPECDEC FLEET SUMMARY ***************************************************
 
 # Copied from a `make demo` rollout's log (.cache/demo/rollout.log, 2026-12-06; the report's Markdown list at the end
 # abridged): the role's debug messages (a rung that ran out of memory and what comes next, the third arm) inside
-# Ansible's default result format, the censored failure and the [ERROR] block of the failed switch around them.
-REAL_LOG = r'''
-TASK [jetson.specdec.rollout : Try the batch-size schedule as a third arm (rollout_third_arm)] ***
-skipping: [thor-noisy-01]
-included: /srv/jetson-specdec/.cache/collections/ansible_collections/jetson/specdec/roles/rollout/tasks/third_arm.yml for thor-hot-01
-
-TASK [jetson.specdec.rollout : Decide whether to try the batch-size schedule, and its threshold] ***
-ok: [thor-hot-01]
-
-TASK [jetson.specdec.rollout : Say whether the third arm runs] *****************
-ok: [thor-hot-01] => {
-    "msg": "thor-hot-01: no third arm: the candidate was not reverted by the regression rule"
-}
-
-TASK [jetson.specdec.rollout : Give the candidate the schedule] ****************
-skipping: [thor-hot-01]
-
-TASK [jetson.specdec.vllm_server : Switch vLLM to the speculative candidate, a trial] ***
-[ERROR]: Task failed: Action failed: vLLM at http://127.0.0.1:8000 did not become ready: the unit restarted 1 times while starting (crash loop; last exit status 0). Cause: out_of_memory. Log:
-(EngineCore_DP0 pid=1080) ERROR 12-06 04:59:42 [core.py:708] EngineCore failed to start.
-torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 808.72 MiB. GPU 0 has a total capacity of 30.62 GiB of which 18.00 MiB is free. Including non-PyTorch memory, this process has 27.56 GiB memory in use.
-(APIServer pid=1080) ERROR 12-06 04:59:42 [api_server.py:1260] Engine core initialization failed.
-RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}
-(EngineCore_DP0 pid=1177) ERROR 12-06 04:59:47 [core.py:708] EngineCore failed to start.
-torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 808.72 MiB. GPU 0 has a total capacity of 30.62 GiB of which 18.00 MiB is free. Including non-PyTorch memory, this process has 27.56 GiB memory in use.
-(APIServer pid=1177) ERROR 12-06 04:59:47 [api_server.py:1260] Engine core initialization failed.
-RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}
-Traceback (most recent call last):
-  File "vllm/v1/engine/core.py", line 1, in <simulated vllm>
-torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 808.72 MiB. GPU 0 has a total capacity of 30.62 GiB of which 18.00 MiB is free. Including non-PyTorch memory, this process has 27.56 GiB memory in use.
-(APIServer pid=1177) ERROR 12-06 04:59:47 [api_server.py:1260] Engine core initialization failed.
-RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}
-vllm.service: Main process exited, code=exited, status=1/FAILURE
-vllm.service: Failed with result 'exit-code'.
-vllm.service: Scheduled restart job, restart counter is at 1.
-Stopped vllm.service - vLLM OpenAI-compatible server (llama-3.1-8b).
-Started vllm.service - vLLM OpenAI-compatible server (llama-3.1-8b).
-Origin: /srv/jetson-specdec/.cache/collections/ansible_collections/jetson/specdec/roles/vllm_server/tasks/switch.yml:17:3
-
-15 # Registered as the published fact: the switch's result is the launch (plus what it did, the wait's
-16 # result as .serving), so a refused or failed switch still publishes what it planned and applied.
-17 - name: Switch vLLM to the {{ ('speculative candidate' if vllm_server_speculation | bool else 'baseline') ~ (', a ...
-     ^ column 3
-
-fatal: [agx32-01]: FAILED! => {"censored": "the output has been hidden due to the fact that 'no_log: true' was specified for this result", "changed": true}
-
-TASK [jetson.specdec.rollout : Record why this rung did not start] *************
-ok: [agx32-01]
-
-TASK [jetson.specdec.rollout : Say why this rung did not start and what comes next] ***
-ok: [agx32-01] => {
-    "msg": "agx32-01: Rung 1 (eagle3 at utilization 0.70) failed: out_of_memory. eagle3 at utilization 0.70 ran out of memory at startup (vLLM: \"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 808.72 MiB. GPU 0 has a total capacity of 30.62 GiB of which 18.00 MiB is free. Including non-PyTorch memory, this process has 27.56 GiB memory in use.\"); next: ngram at utilization 0.70 (smaller speculation)."
-}
-
-TASK [jetson.specdec.rollout : Record the attempt in the host's state] *********
-changed: [agx32-01]
-
-ok: [agx-02]
-ok: [agx32-01]
-
-TASK [jetson.specdec.rollout : Say whether the third arm runs] *****************
-ok: [agx-02] => {
-    "msg": "agx-02: third arm: the schedule speculates up to batch 1; above that it runs the baseline's path (the candidate gains +49 % at concurrency 1 and regresses at concurrency 8)"
-}
-ok: [agx32-01] => {
-    "msg": "agx32-01: no third arm: the candidate did not win at the judged level"
-}
-
-TASK [jetson.specdec.rollout : Give the candidate the schedule] ****************
-skipping: [agx32-01]
-
-TASK [jetson.specdec.rollout : Show the fleet report] **************************
-ok: [localhost] => {
-    "msg": [
-        "# jetson.specdec fleet report",
-        "",
-        "Run `20261206T045701Z`, generated 2026-12-06T05:01:47Z. 8 host(s): 4 keep, 1 revert, 1 inconclusive, 2 off by policy.",
-        "...",
-    ]
-}
-'''
+# Ansible's default result format, the censored failure and the [ERROR] block of the failed switch around them
+# (tests/fixtures/demo/rollout-debug-lines.log).
+with open(os.path.join(ROOT, "tests", "fixtures", "demo", "rollout-debug-lines.log"), encoding="utf-8") as _handle:
+    REAL_LOG = _handle.read()
 
 
 def test_the_demo_shows_progress_banners_and_the_recap_not_every_task():

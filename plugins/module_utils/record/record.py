@@ -15,6 +15,7 @@ __metaclass__ = type
 
 import copy
 import json
+import math
 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.ladder import apply_kept_utilization, next_rung
 from ansible_collections.jetson.specdec.plugins.module_utils.record.wave import WaveError, wave
@@ -373,7 +374,7 @@ def broken_candidate_verdict(message):
 
 
 def _seconds(value):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value or value < 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or value < 0:
         return None
     return float(value)
 

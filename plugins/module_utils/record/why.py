@@ -9,6 +9,7 @@ what the host runs now; this module only orders them for an operator and adds on
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import math
 import re
 
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.roofline import RooflineError, result_roofline
@@ -84,7 +85,7 @@ def _pct(value):
 
 def board_time(seconds, scale=1.0):
     """'95 s' / '14.2 min' of board time (a simulated board's seconds divided by its time_scale), or None."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or seconds != seconds or seconds < 0:
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or math.isnan(seconds) or seconds < 0:
         return None
     seconds = seconds / (scale or 1.0)
     return "%.0f s" % seconds if seconds < 120 else "%.1f min" % (seconds / 60.0)

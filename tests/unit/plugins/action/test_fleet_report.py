@@ -25,7 +25,7 @@ RECORDS = [
 
 def test_writes_three_files_with_chart(tmp_path):
     failed, result = run_report({"records": RECORDS, "dest_dir": str(tmp_path),
-                                                    "run_id": "r1", "expected_hosts": ["thor-01", "orin-01", "nx-9"]})
+                                 "run_id": "r1", "expected_hosts": ["thor-01", "orin-01", "nx-9"]})
     assert not failed and result["changed"] and result["chart"] is True
     run_dir = tmp_path / "r1"
     assert sorted(os.listdir(str(run_dir))) == ["report.html", "report.json", "report.md"]
@@ -57,7 +57,7 @@ def test_without_matplotlib_html_is_table_only(tmp_path, monkeypatch):
 
 def test_check_mode_writes_nothing(tmp_path):
     failed, result = run_report({"records": RECORDS, "dest_dir": str(tmp_path), "run_id": "r3",
-                                                    "_ansible_check_mode": True})
+                                 "_ansible_check_mode": True})
     assert not failed and result["changed"] and not (tmp_path / "r3").exists()
     assert "## thor (1 host)" in result["markdown"]
 
@@ -77,7 +77,7 @@ def test_reads_the_spool_and_reports_hosts_without_a_record(tmp_path):
     # a host name with quotes once broke the playbook's regex-and-from_json records
     odd = "agx-'quoted\"-01"
     failed, result = run_report({"read_spool": True, "dest_dir": str(tmp_path), "run_id": "r2",
-                                                    "expected_hosts": ["thor-01", odd]})
+                                 "expected_hosts": ["thor-01", odd]})
     assert not failed, result
     report = json.loads((tmp_path / "r2" / "report.json").read_text())
     rows = dict((entry["row"]["host"], entry["row"]) for entry in report["hosts"])

@@ -11,7 +11,6 @@ from ansible_collections.jetson.specdec.plugins.module_utils.record import repor
 from ansible_collections.jetson.specdec.plugins.module_utils.record import state as st
 from ansible_collections.jetson.specdec.plugins.module_utils.record.names import UnsafeName, check_run_id
 from ansible_collections.jetson.specdec.tests.unit.plugins.action.fleet_report_run import run_report
-from ansible_collections.jetson.specdec.tests.unit.plugins.modules.utils import run_module
 
 HTML = ["<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "<a href='javascript:x'>y</a>",
         "<iframe src=//x>", "</td><script>", "<svg/onload=alert(1)>", "<!-- x -->", "<style>*{}</style>"]
@@ -93,7 +92,7 @@ def test_report_files_are_0640_and_an_old_0644_file_gets_the_mode(tmp_path):
 @pytest.mark.parametrize("run_id", ["../../x", "..", "a..b", "-x"])
 def test_the_report_module_refuses_a_run_id_outside_the_directory(tmp_path, run_id):
     failed, result = run_report({"records": [], "dest_dir": str(tmp_path / "r"), "run_id": run_id,
-                                                    "chart": False})
+                                 "chart": False})
     assert failed and "input.run_id" in result["msg"], result
     assert list(tmp_path.iterdir()) == []
 
