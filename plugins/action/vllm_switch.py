@@ -54,10 +54,34 @@ class TaskVars(dict):
         return dict(self)
 
 
+def quiet_failure(result):
+    """A failed switch under no_log: ``msg`` becomes its first line (at most 300 characters) and the whole text
+    moves to ``detail``. ansible-core 2.19 prints a failed task's ``msg`` as "[ERROR]: Task failed: ..." even
+    under no_log, and a start that failed carries vLLM's journal (the 14-17 KB a rollout's expected
+    out-of-memory rung printed); the registered result and a rescue's ansible_failed_result keep ``detail``."""
+    text = str(result.get("msg") or "")
+    if not text.strip():
+        result["msg"] = "the switch failed"
+        return result
+    first = text.strip().splitlines()[0]
+    first = first[:-len(" Log:")] if first.endswith(" Log:") else first
+    short = first if len(first) <= 300 else first[:297] + "..."
+    if short != text:
+        result["detail"] = text
+        result["msg"] = short + " (the whole message is in this result's detail)"
+    return result
+
+
 class ActionModule(planning.PlanAction):
 
     ARGS = ARGS
     WHO = "jetson.specdec.vllm_switch"
+
+    def run(self, tmp=None, task_vars=None):
+        result = super(ActionModule, self).run(tmp, task_vars)
+        if result.get("failed") and self._task.no_log:
+            quiet_failure(result)
+        return result
 
     def after_plan(self, result, planned, args, task_vars):
         """Apply the planned launch and wait (the result already holds the launch and its memory check)."""

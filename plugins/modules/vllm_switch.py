@@ -129,6 +129,12 @@ cause:
   description: Why vLLM did not start (M(jetson.specdec.vllm_wait)'s cause), when the wait failed.
   returned: failure of the wait
   type: str
+detail:
+  description:
+    - The whole failure message (with vLLM's journal) when the task ran with C(no_log) and failed; C(msg) is then its
+      first line. ansible-core 2.19 prints a failed task's C(msg) even under C(no_log).
+  returned: failure under no_log, when the message is longer than its first line
+  type: str
 """
 # Documentation only: the work is done by the action plugin of the same name
 # (plugins/action/vllm_switch.py), which runs spec_headroom, vllm_unit and vllm_wait on the host.
