@@ -32,7 +32,11 @@ BOARDS = [
 WATCH_PROM = "/var/lib/node_exporter/textfile_collector/jetson_specdec_watch.prom"
 WINDOW = 6
 # The window's traffic is a few dozen short requests: lower bars than a real fleet's defaults.
-WATCH = {"rollout_watch_window": WINDOW, "rollout_watch_min_requests": 5, "rollout_watch_min_draft_tokens": 50}
+# TPOT is not what this fleet drifts on: the stand-in runs the board's time per token ten times faster (a few ms), so a busy
+# 2-core CI host's late wake-ups alone add more than the default 25 % (CI once saw the steady host "drifted" that
+# way). The wide TPOT bar leaves acceptance to decide here; test_record_watch.py judges TPOT drift.
+WATCH = {"rollout_watch_window": WINDOW, "rollout_watch_min_requests": 5, "rollout_watch_min_draft_tokens": 50,
+         "rollout_watch_tpot_rise": 0.95}
 
 TRAFFIC = r"""
 import json, random, sys, time, urllib.request
