@@ -42,6 +42,15 @@ import pytest  # noqa: E402
 # lazily). Imported here, before the guard, so a test file runs alone as it runs in the whole tier.
 import ansible.utils.display  # noqa: E402,F401  pylint: disable=unused-import,wrong-import-position
 
+# matplotlib builds its font cache on first import of font_manager, asking `fc-list` (a process) on a machine that has
+# no cache yet, as a fresh CI machine has not: built here, before the guard, for the fleet report's chart tests.
+try:
+    import matplotlib  # noqa: E402
+    matplotlib.use("Agg")
+    import matplotlib.font_manager  # noqa: E402,F401  pylint: disable=unused-import,wrong-import-position
+except ImportError:  # the controller extras are optional: the chart tests say so themselves
+    pass
+
 _ACTIVE = []  # the item whose phase is running, while one is
 _VIOLATIONS = {}  # nodeid -> what it tried
 
