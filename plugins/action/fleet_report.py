@@ -20,7 +20,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data import plain
 from ansible_collections.jetson.specdec.plugins.module_utils.record.report import (
-    build_report, chart_series, render_markdown,
+    build_report, chart_series, console_lines, render_markdown,
 )
 from ansible_collections.jetson.specdec.plugins.module_utils.common.atomic import atomic_write_text
 from ansible_collections.jetson.specdec.plugins.module_utils.record.record import with_missing
@@ -188,7 +188,7 @@ def write_report(p, check_mode=False, now=None):
     changed = False
     for key, text in (("json_path", json_text), ("markdown_path", markdown), ("html_path", html_text)):
         changed = _changed_write(paths[key], text, check_mode) or changed
-    return dict(changed=changed, run_dir=run_dir, markdown=markdown, chart=png is not None,
+    return dict(changed=changed, run_dir=run_dir, markdown=markdown, console=console_lines(markdown), chart=png is not None,
                 summary=report["summary"], **paths)
 
 

@@ -100,9 +100,9 @@ EXAMPLES = r"""
   run_once: true
   register: fleet_report_result
 
-- name: Show the fleet report and where the HTML page is
+- name: Show the fleet report's summary and where the HTML page is
   ansible.builtin.debug:
-    msg: "{{ fleet_report_result.markdown.split('\n') + ['Report: ' ~ fleet_report_result.html_path] }}"
+    msg: "{{ fleet_report_result.console + ['Report: ' ~ fleet_report_result.html_path] }}"
   run_once: true
 
 # In a play that ran the jetson.specdec.rollout role: each host's record is its fact rollout_record.
@@ -138,6 +138,13 @@ markdown:
   description: The Markdown report text.
   returned: always
   type: str
+console:
+  description:
+    - The head of the Markdown report up to the end of its Summary (outcome counts, hosts that need a look, the
+      run's settings), one line per item; what the rollout prints. The per-host tables stay in the files.
+  returned: always
+  type: list
+  elements: str
 chart:
   description: Whether a chart was embedded in the HTML.
   returned: always

@@ -161,6 +161,23 @@ def _check_docker_daemon(inp, refusals):
                 "JetPack), or serve natively with vllm_server_runtime: native.")
 
 
+def _orin_image_hint(l4t_major):
+    """Which image a pre-r39 Orin should run, said for its own L4T release.
+
+    JetPack 6 is L4T r36, whose NVIDIA-AI-IOT builds carry CUDA 12.6; JetPack 5 (r35) ships CUDA 11.4, for which
+    no such tag is published, so its advice is the upgrade, not a cu126 tag it cannot run."""
+    if l4t_major is not None and not before_modern_l4t(l4t_major):
+        return ("an image whose tag names r%s.x, or upstream vLLM >= 0.20 (vllm/vllm-openai), which L4T r%s runs"
+                % (l4t_major, l4t_major))
+    if l4t_major == 36:
+        return ("the image built for it, for example ghcr.io/nvidia-ai-iot/vllm:r36.4-tegra-aarch64-cu126-22.04 "
+                "(L4T r36 is JetPack 6)")
+    jetpack = {34: "JetPack 5", 35: "JetPack 5"}.get(l4t_major, "its JetPack")
+    return ("an image built for L4T r%s if your registry has one (its tag names r%s.x; L4T r%s is %s, and "
+            "NVIDIA-AI-IOT's vLLM images start at JetPack 6), else upgrade the board to JetPack 6 (L4T r36, "
+            "ghcr.io/nvidia-ai-iot/vllm:r36.4-tegra-aarch64-cu126-22.04)" % (l4t_major, l4t_major, l4t_major, jetpack))
+
+
 def _check_old_orin(inp, refusals, warnings, method):
     """L4T below r39: a JetPack-matched Jetson vLLM image whose vLLM has the method."""
     image = inp.get("image") if inp.get("runtime") == "container" else None
@@ -168,9 +185,8 @@ def _check_old_orin(inp, refusals, warnings, method):
     if not image or not is_jetson_vllm_image(image):
         _refuse(refusals, "runtime.old_orin_needs_orin_image",
                 "Orin on L4T r%s (< r39) serves speculative decoding with the JetPack-matched NVIDIA-AI-IOT vLLM "
-                "image. Fix: vllm_server_runtime: container with vllm_server_container_image set to that image "
-                "(for example ghcr.io/nvidia-ai-iot/vllm:r%s.4-tegra-aarch64-cu126-22.04 on JetPack 6), or upgrade "
-                "the board to JetPack 7.2 / L4T r39+." % (l4t_major, l4t_major))
+                "image. Fix: vllm_server_runtime: container with vllm_server_container_image set to %s; or upgrade "
+                "the board to JetPack 7.2 / L4T r39+." % (l4t_major, _orin_image_hint(l4t_major)))
         return
     if _check_image_l4t(inp, refusals, warnings, image):
         _check_method_version(inp, refusals, warnings, method)
@@ -188,9 +204,8 @@ def _check_image_l4t(inp, refusals, warnings, image):
         _refuse(refusals, "runtime.image_l4t_unknown",
                 "The image %s does not say which L4T release it was built for (no rNN.N in its tag, and no label "
                 "named like l4t on the image on the host), so it cannot be matched with this board's L4T r%s. Fix: "
-                "use the JetPack-matched tag, for example ghcr.io/nvidia-ai-iot/vllm:r%s.4-tegra-aarch64-cu126-22.04, "
-                "or pull the pinned image on the host so the preflight reads its labels."
-                % (image, l4t_major, l4t_major))
+                "use %s, or pull the pinned image on the host so the preflight reads its labels."
+                % (image, l4t_major, _orin_image_hint(l4t_major)))
         return False
     if tagged[0] != l4t_major:
         _refuse(refusals, "runtime.image_l4t_mismatch",

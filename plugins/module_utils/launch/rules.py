@@ -285,6 +285,12 @@ def _plan(inp):
                         "says speculation helps: jetson.specdec.rollout benchmarks at concurrency %d too and keeps it "
                         "only if it wins there by the concurrency-1 rule; a deploy without the rollout has no such "
                         "proof." % (concurrency, SKILL_LOW_CONCURRENCY, concurrency))
+    if any(r["rule"].startswith("family.") for r in refusals):
+        # The board family decides: the catalog, runtime and memory rules of a speculation this board does not run
+        # would only add refusals that its fix makes moot. The baseline's own runtime checks still apply.
+        check_runtime(inp, refusals, warnings, False)
+        result["selection_reason"] = "speculation is not run on this board family"
+        return result
     cfg, reason = _choose(inp, refusals, warnings)
     check_runtime(inp, refusals, warnings, True, (cfg or {}).get("method") or method)
     if cfg is not None:

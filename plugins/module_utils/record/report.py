@@ -778,6 +778,22 @@ def render_markdown(report, title="jetson.specdec fleet report"):
     return "\n".join(lines) + "\n"
 
 
+def console_lines(markdown):
+    """The head of the Markdown report, up to the end of its Summary: what the play prints.
+
+    The per-host tables and explanations stay in the files: at 300 hosts the whole text is thousands of lines, and
+    the summary already names every host that needs a look."""
+    lines = markdown.rstrip("\n").split("\n")
+    try:
+        start = lines.index("## Summary")
+    except ValueError:
+        return lines
+    for index in range(start + 1, len(lines)):
+        if lines[index].startswith("## "):
+            return lines[:index]
+    return lines
+
+
 def _table(header, rows, median_row=None, classes=None):
     """One table of the HTML page as plain data: {header, rows: [{cells, css}], median}; every cell a string."""
     classes = classes or [None] * len(rows)

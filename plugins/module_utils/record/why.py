@@ -70,7 +70,10 @@ def _next_step(record, status, decision):
                     "rejection_sample_method: synthetic): fix the image or the speculative config, then re-run with "
                     "rollout_force=true. The baseline serves meanwhile.")
         if decision == "inconclusive":
-            return "The evidence stayed inside the noise within the budget: hold the clocks (MAXN, jetson_clocks) and re-run."
+            # A reverted host is converged: a plain re-run leaves it alone, so the advice names the flag.
+            return ("The evidence stayed inside the noise within the budget: re-run on this host with the clocks held "
+                    "and rollout_force=true (rollout_bench_hold_clocks=true holds MAXN and jetson_clocks for the "
+                    "benchmarks); a plain re-run leaves a reverted host alone.")
         return "Speculation does not pay on this host for this model and traffic; leave it reverted or try another draft."
     return NEXT_STEPS.get(status, "")
 

@@ -37,6 +37,10 @@ def test_writes_three_files_with_chart(tmp_path):
     assert base64.b64decode(b64)[:8] == b"\x89PNG\r\n\x1a\n"
     assert result["markdown"] == (run_dir / "report.md").read_text()
     assert "thor-01 (SIMULATED)" in result["markdown"]
+    # what the play prints: the report's head and Summary, the tables stay in the files
+    assert result["console"][0] == "# jetson.specdec fleet report" and "## Summary" in result["console"]
+    assert result["markdown"].startswith("\n".join(result["console"])) and len(result["console"]) < len(
+        result["markdown"].splitlines())
 
 
 def test_without_matplotlib_html_is_table_only(tmp_path, monkeypatch):

@@ -195,3 +195,18 @@ def test_hosts_needing_a_look_for_one_reason_read_as_one_line_naming_every_host(
     md = fr.render_markdown(report)
     assert "- **fl-stale-n009 (SIMULATED), fl-stale-n019 (SIMULATED), fl-stale-n029 (SIMULATED), " \
            "fl-stale-n039 (SIMULATED)** (failed): Rollout lock" in md
+
+
+def test_the_console_prints_the_summary_not_the_300_hosts_tables():
+    """The play prints console_lines (issue 33: no dump of the whole report at fleet scale)."""
+    report = build(scale.fleet(300))
+    md = fr.render_markdown(report)
+    console = fr.console_lines(md)
+    assert len(md.splitlines()) > 3000  # the whole text: every host's row and explanation
+    assert len(console) < 80, "\n".join(console)
+    assert console[0].startswith("# ") and "## Summary" in console
+    assert not any(line.startswith("## ") and line != "## Summary" for line in console)
+    text = "\n".join(console)
+    assert "Needs a look" in text and "fl-stale-n009 (SIMULATED)" in text  # every host that needs a human, named
+    assert "### " not in text and "| Host |" not in text
+    assert fr.console_lines("no summary here\n") == ["no summary here"]

@@ -429,3 +429,43 @@ def test_the_utilization_ceiling_message_does_not_claim_2_gib_on_every_board(uti
     text = message(plan, "config.gpu_memory_utilization")
     assert "keeps ~2 GiB" not in text
     assert "10% of the board's memory" in text and "0.7 GiB on an 8 GB Orin Nano" in text and "6.1 GiB" in text
+
+
+# --- the image advice names the board's own JetPack (issue 33 item 9) ------------------------------
+
+def test_an_r35_orin_is_not_told_to_run_a_jetpack_6_image():
+    plan = plan_launch(inputs(family="agx_orin", l4t_major=35, runtime="native", method="draft_model"))
+    assert rules(plan) == ["runtime.old_orin_needs_orin_image"]
+    text = message(plan, "runtime.old_orin_needs_orin_image")
+    assert "L4T r35 is JetPack 5" in text and "on JetPack 6)" not in text, text
+    assert "r35.4-tegra" not in text and "cu126" not in text.split("else upgrade")[0], text
+    assert "upgrade the board to JetPack 6 (L4T r36" in text
+
+
+def test_an_r36_orin_is_given_its_jetpack_6_image():
+    plan = plan_launch(inputs(family="agx_orin", l4t_major=36, runtime="native", method="draft_model"))
+    text = message(plan, "runtime.old_orin_needs_orin_image")
+    assert "ghcr.io/nvidia-ai-iot/vllm:r36.4-tegra-aarch64-cu126-22.04 (L4T r36 is JetPack 6)" in text, text
+
+
+def test_an_r39_orin_with_an_unlabelled_jetson_image_is_pointed_at_upstream_vllm():
+    plan = plan_launch(inputs(family="agx_orin", l4t_major=39, runtime="container", method="draft_model",
+                              image="ghcr.io/nvidia-ai-iot/vllm:latest-jetson-orin"))
+    assert "runtime.image_l4t_unknown" in rules(plan)
+    text = message(plan, "runtime.image_l4t_unknown")
+    assert "upstream vLLM >= 0.20 (vllm/vllm-openai), which L4T r39 runs" in text and "JetPack 5" not in text, text
+
+
+# --- one refusal per cause (issue 33 item 9) ------------------------------------------------------
+
+@pytest.mark.parametrize("family,l4t_major,image", [
+    ("orin_nano", 35, None),
+    ("orin_nx", 36, None),
+    ("orin_nx", 36, "ghcr.io/nvidia-ai-iot/vllm:latest-jetson-orin"),
+    ("orin_nano", 39, "vllm/vllm-openai:v0.12.0"),
+])
+def test_a_small_orin_is_refused_for_its_family_only(family, l4t_major, image):
+    plan = plan_launch(inputs(family=family, l4t_major=l4t_major, runtime="container" if image else "native",
+                              image=image, catalog={}))
+    assert rules(plan) == ["family.speculation_not_supported"], plan["refusal_text"]
+    assert plan["speculative_config"] is None

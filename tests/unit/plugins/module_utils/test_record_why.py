@@ -80,7 +80,8 @@ def test_garbage_attempts_and_reasons_do_not_break_the_explanation():
                    "facts": {"warnings": ["power mode is not MAXN"] * 2}})
     assert why["why"] == ["one string"]
     assert why["warnings"] == ["power mode is not MAXN"]
-    assert "hold the clocks" in why["next_step"]
+    assert "with the clocks held and rollout_force=true" in why["next_step"]  # a plain re-run leaves it alone
+    assert "rollout_bench_hold_clocks=true" in why["next_step"]
     assert explain(None)["runs_now"] == "unknown"
 
 
