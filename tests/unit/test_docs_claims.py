@@ -110,3 +110,17 @@ def test_the_readme_says_why_the_demo_prints_no_benchmark_progress():
     assert "(%d prompts a level)" % prompts in readme
     assert interval == start and "within the %d s progress interval" % interval in readme
     assert "where it is every %d s" % interval in readme
+
+
+def test_the_real_lane_page_names_only_lane_tests_that_exist_and_the_eagle3_one():
+    """docs/real-lane.md (issue 33 item 9): every test it names in backticks is a test of tests/vllm_lane, and the
+    EAGLE-3 run through the role is among them."""
+    page = _read("docs", "real-lane.md")
+    lane = os.path.join(REPO, "tests", "vllm_lane")
+    defined = set()
+    for name in os.listdir(lane):
+        if name.startswith("test_") and name.endswith(".py"):
+            defined.update(re.findall(r"^def (test_\w+)", _read("tests", "vllm_lane", name), flags=re.M))
+    named = set(re.findall(r"`(test_\w+)`", page))
+    assert "test_role_eagle3_on_real_vllm" in named & defined
+    assert named <= defined | set(n[:-3] for n in os.listdir(lane) if n.endswith(".py")), sorted(named - defined)
