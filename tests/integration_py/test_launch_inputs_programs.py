@@ -3,11 +3,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """vllm_server input validation checked against real programs: /bin/sh, and vLLM's own argparse when the
 real lane is installed (tests/unit/plugins/module_utils/test_launch_inputs.py has the pure cases)."""
+import fcntl
 import glob
 import os
 import re
 import subprocess
 import textwrap
+import time
 
 import pytest
 
@@ -18,8 +20,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.launch.argv import 
 def _vllm_serve_options():
     """The real `vllm serve` option strings when the lane venv is installed (else None)."""
     # Where tests/vllm_lane/setup_venv.sh puts the lane venv (same variable, same default).
-    cache = os.environ.get("JETSON_SPECDEC_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "jetson-specdec")
-    for python in glob.glob(os.path.join(cache, "vllm-lane-*", "bin", "python")):
+    for python in _lane_pythons():
         code = textwrap.dedent("""
             from vllm.utils.argparse_utils import FlexibleArgumentParser
             from vllm.entrypoints.launchers.cli_args import make_arg_parser
@@ -77,9 +78,32 @@ def test_the_container_entrypoint_runs_vllm_with_the_secrets_and_the_arguments(t
     assert out == 'k-1/2+3=|serve|a/b|--x|with space|{"k": 1}|'
 
 
-def _lane_python():
+def _lane_pythons():
+    """The Pythons of finished lane venvs, after any preparation under way has ended.
+
+    `make test` builds the lane venv in the background while this tier runs: a venv without setup_venv.sh's
+    marker is still being installed (CI once ran vLLM from one and failed), so wait for its lock, then take
+    only venvs with the marker."""
     cache = os.environ.get("JETSON_SPECDEC_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "jetson-specdec")
-    found = sorted(glob.glob(os.path.join(cache, "vllm-lane-*", "bin", "python")))
+    lock = os.path.join(cache, ".vllm-lane-venv.lock")
+    if os.path.exists(lock):
+        with open(lock) as handle:
+            deadline = time.monotonic() + 1800  # setup_venv.sh's own bound on waiting for another setup
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        pytest.fail("the lane venv's preparation held %s for 30 minutes" % lock)
+                    time.sleep(5)
+            fcntl.flock(handle, fcntl.LOCK_UN)
+    return sorted(p for p in glob.glob(os.path.join(cache, "vllm-lane-*", "bin", "python"))
+                  if os.path.exists(os.path.join(os.path.dirname(os.path.dirname(p)), ".jetson-specdec-lane-complete")))
+
+
+def _lane_python():
+    found = _lane_pythons()
     return found[0] if found else None
 
 
