@@ -303,7 +303,11 @@ def prefetch(record):
             continue
         status = entry.get("status")
         if status == "fetched":
-            parts.append("fetched %s in %.1f s while the baseline served" % (entry["model"], float(entry.get("seconds") or 0)))
+            seconds = entry.get("seconds")
+            # under a second is a cache or a stand-in's Hub, not a download: no "fetched ... in 0.0 s"
+            took = (" in %.1f s" % float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool)
+                    and seconds >= 1.0 else "")
+            parts.append("fetched %s%s while the baseline served" % (entry["model"], took))
         elif status == "cached":
             parts.append("%s was already in the cache" % entry["model"])
         elif status in ("failed", "no_cli"):

@@ -370,6 +370,11 @@ def test_judged_record_keeps_what_the_prefetch_did_and_the_report_says_it():
     text = explain(out)["prefetch"]
     assert "fetched acme/head in 41.2 s while the baseline served" in text
     assert "acme/draft not fetched (unreachable)" in text
+    # a fetch under a second (a cache, the stand-in's Hub) says no time: no "fetched ... in 0.0 s" in a report
+    quick = rec.judged(rec.new_record("h", "run", JETSON), {"decision": "keep", "action": "keep"}, rounds, RUNGS[0],
+                       stored(True), prefetch={"changed": True, "models": [
+                           {"model": "acme/head", "status": "fetched", "seconds": 0.04, "path": "/x"}]})
+    assert explain(quick)["prefetch"] == "fetched acme/head while the baseline served"
     # a skipped prefetch (nothing to fetch, or rollout_prefetch: false) leaves no entry
     skipped = rec.judged(rec.new_record("h", "run", JETSON), {"decision": "keep", "action": "keep"}, rounds, RUNGS[0],
                          stored(True), prefetch={"skipped": True, "changed": False})
