@@ -69,6 +69,18 @@ def test_out_of_memory_walks_down_to_a_strictly_smaller_speculation(fleet):
     assert ("ngram" in fleet.unit("ld-oom")) is kept, fleet.unit("ld-oom")
 
 
+def test_an_expected_out_of_memory_rung_prints_one_line_not_the_journal(fleet):
+    """The candidate's switch runs quiet (vllm_server_switch_quiet, issue 33): the console shows the failed start as
+    one line and the rescue's sentence, never vLLM's journal (the 14-17 KB a failed start carried)."""
+    rc, out, dummy = fleet.first
+    assert rc == 0, out[-4000:]
+    assert "(the whole message is in this result's detail)" in out, out[-4000:]
+    assert "Traceback (most recent call last)" not in out, out[-6000:]  # vLLM's journal stays in .detail
+    for line in out.splitlines():
+        if "the whole message is in this result's detail" in line:
+            assert len(line) < 600, line
+
+
 def test_a_rejected_config_goes_straight_back_to_the_baseline(fleet):
     tried = attempts(fleet, "ld-reject")
     assert len(tried) == 1, tried
