@@ -49,6 +49,41 @@ def read_spool(hosts_dir):
     return records, None
 
 
+PREVIOUS_MAX_BYTES = 256 * 1024 * 1024  # a 10,000-host report.json is about 100 MB
+
+
+def read_previous(dest_dir, run_id, before=None):
+    """The newest report.json of another run in ``dest_dir`` (the run the report says what changed since), or None.
+
+    Newest by the file's modification time, and older than ``before`` (a timestamp: this run's spool, so a report
+    rebuilt for an old run compares with the run before it, not with a later one). An unreadable candidate is
+    skipped: what changed is a convenience, never a reason for the report to fail."""
+    try:
+        names = os.listdir(dest_dir)
+    except OSError:
+        return None
+    found = []
+    for name in names:
+        if name == run_id:
+            continue
+        path = os.path.join(dest_dir, name, "report.json")
+        try:
+            info = os.stat(path)
+        except OSError:
+            continue
+        if stat.S_ISREG(info.st_mode) and info.st_size <= PREVIOUS_MAX_BYTES and (before is None or info.st_mtime < before):
+            found.append((info.st_mtime, path))
+    for _mtime, path in sorted(found, reverse=True):
+        try:
+            with open(path, "r", encoding="utf-8") as handle:
+                previous = json.load(handle)
+        except (IOError, OSError, ValueError):
+            continue
+        if isinstance(previous, dict) and isinstance(previous.get("hosts"), list):
+            return previous
+    return None
+
+
 # The chart's panels: (series field, title); a panel no host has numbers for is left out.
 CHART_PANELS = (("c1_gain", "Throughput change at concurrency 1 (%, higher is better)"),
                 ("tpot_change", "TPOT p50 change at concurrency 1 (%, lower is better)"),
@@ -150,6 +185,7 @@ ARGS = dict(
     chart=dict(type="bool", default=True),
     low_concurrency=dict(type="int", default=1),
     high_concurrency=dict(type="int", default=8),
+    since_last_run=dict(type="bool", default=True),
 )
 
 
@@ -173,8 +209,13 @@ def write_report(p, check_mode=False, now=None):
         if error:
             raise ReportError(error + "; fix or remove the file and run the report again")
         records = with_missing(spooled + records, p["expected_hosts"])
+    try:
+        spooled_at = os.stat(os.path.join(run_dir, "hosts")).st_mtime
+    except OSError:
+        spooled_at = None
+    previous = read_previous(p["dest_dir"], run_id, spooled_at) if p["since_last_run"] else None
     report = build_report(records, run_id, iso(now), p["expected_hosts"],
-                          p["low_concurrency"], p["high_concurrency"])
+                          p["low_concurrency"], p["high_concurrency"], previous=previous)
     markdown = render_markdown(report, p["title"])
     png, note = (None, None)
     if p["chart"]:

@@ -79,6 +79,13 @@ options:
     description: Concurrency level of the batched-throughput column.
     type: int
     default: 8
+  since_last_run:
+    description:
+      - Compare with the newest report of another run in O(dest_dir) (older than this run's spool) and say what
+        changed per host (outcome, what runs, method, k, speculator, vLLM, model), which hosts are new and which
+        are gone. An unreadable earlier report is skipped.
+    type: bool
+    default: true
 extends_documentation_fragment:
   - jetson.specdec.attributes
 attributes:

@@ -307,8 +307,8 @@ def run_settings(records):
     return {"thresholds": t, "thresholds_differ": t_differ, "benchmark": b, "benchmark_differ": b_differ}
 
 
-def build_report(records, run_id, generated_at, expected_hosts=None, low=1, high=8):
-    """The report dict written as report.json."""
+def build_report(records, run_id, generated_at, expected_hosts=None, low=1, high=8, previous=None):
+    """The report dict written as report.json; ``previous`` is the last run's report.json (for ``since``)."""
     records = [r for r in (records or []) if isinstance(r, dict)]
     rows = [host_row(r, low, high) for r in records]
     seen = set(r["host"] for r in rows)
@@ -332,7 +332,64 @@ def build_report(records, run_id, generated_at, expected_hosts=None, low=1, high
         "families": dict((fam, family_summary(fam_rows)) for fam, fam_rows in groups.items()),
         "hosts": [dict(row=row, record=rec, why=explain(normalize(rec))) for row, rec in zip(rows, records)],
         "missing_hosts": missing,
+        "since": since_previous(rows, missing, previous),
     }
+
+
+# What a host's line of the report is, for "what changed since the last run": the words a reader compares.
+SINCE_FIELDS = (("outcome", "outcome"), ("runs_now", "runs now"), ("method", "method"), ("k", "k"),
+                ("head", "speculator"), ("schedule_upto", "speculates up to batch"), ("vllm", "vLLM"),
+                ("model", "model"))
+
+
+def since_previous(rows, missing, previous):
+    """What changed since ``previous`` (the last run's report.json, or None): per host, the fields of SINCE_FIELDS
+    that differ, the hosts new in this run and those the last run had and this one does not.
+
+    None when there is no readable previous report. Hosts another run left alone (converged) compare as they
+    are recorded, so a host unchanged since its decision shows no change."""
+    if not isinstance(previous, dict) or not isinstance(previous.get("hosts"), list):
+        return None
+    before = {}
+    for entry in previous["hosts"]:
+        row = entry.get("row") if isinstance(entry, dict) else None
+        if isinstance(row, dict) and row.get("host"):
+            before[str(row["host"])] = row
+    for host in previous.get("missing_hosts") or []:
+        before.setdefault(str(host), {"host": str(host), "outcome": "failed"})
+    now = dict((r["host"], r) for r in rows)
+    for host in missing:
+        now.setdefault(host, {"host": host, "outcome": "failed"})
+    changed = []
+    for host in sorted(set(now) & set(before)):
+        what = []
+        for key, words in SINCE_FIELDS:
+            old, new = before[host].get(key), now[host].get(key)
+            if old != new and not (old in (None, "") and new in (None, "")):
+                what.append("%s %s → %s" % (words, "–" if old in (None, "") else old, "–" if new in (None, "") else new))
+        if what:
+            changed.append({"host": host, "changes": what})
+    return {"run_id": str(previous.get("run_id") or "?"), "generated_at": str(previous.get("generated_at") or "?"),
+            "changed": changed, "new": sorted(set(now) - set(before)), "gone": sorted(set(before) - set(now))}
+
+
+def since_line(report):
+    """One sentence: how many hosts changed since the last run, or None when there was none to compare with."""
+    since = report.get("since")
+    if not since:
+        return None
+    parts = ["%d host(s) changed" % len(since["changed"])]
+    if since["new"]:
+        parts.append("%d new (%s)" % (len(since["new"]), ", ".join(since["new"][:10]) + (", ..." if len(since["new"]) > 10 else "")))
+    if since["gone"]:
+        parts.append("%d not in this run (%s)" % (len(since["gone"]), ", ".join(since["gone"][:10])
+                                                   + (", ..." if len(since["gone"]) > 10 else "")))
+    return "Since run %s (%s): %s." % (since["run_id"], since["generated_at"], "; ".join(parts))
+
+
+def since_rows(report):
+    since = report.get("since") or {}
+    return [(c["host"], "; ".join(c["changes"])) for c in since.get("changed") or []]
 
 
 # --------------------------------------------------------------------------- formatting
@@ -491,6 +548,9 @@ def settings_lines(report):
         if settings.get("benchmark_differ"):
             text += " (%d host(s) ran another benchmark.)" % settings["benchmark_differ"]
         lines.append(("Benchmark", text))
+    since = since_line(report)
+    if since:
+        lines.append(("Since the last run", since))
     return lines
 
 
@@ -750,6 +810,11 @@ def render_markdown(report, title="jetson.specdec fleet report"):
         lines.append("")
     lines += ["- **%s**: %s" % (label, _md_text(text)) for label, text in settings_lines(report)]
     lines += ["- **Signs**: %s" % _md_text(SIGN_CONVENTION), "- **Rounds**: %s" % _md_text(ROUNDS_JARGON), ""]
+    changes = since_rows(report)
+    if changes:
+        lines += ["## Since run %s" % _md_text(report["since"]["run_id"]), ""]
+        lines += _md_table(("Host", "What changed"), changes)
+        lines.append("")
     found = outliers(report)
     if found:
         lines += ["## Outliers", "", "Hosts whose estimate lies far outside their family's hosts with the same outcome "
@@ -850,6 +915,8 @@ def html_view(report, chart_png_b64=None, chart_note=None, title="jetson.specdec
         "chart_note": chart_note,
         "outliers": {"intro": OUTLIERS_INTRO, "table": _table(OUTLIER_HEADER, [_outlier_cells(o) for o in found])}
         if found else None,
+        "since": {"run_id": report["since"]["run_id"], "table": _table(("Host", "What changed"), since_rows(report))}
+        if since_rows(report) else None,
         "families": families,
         "problems": _table(("Host", "Status", "Error"), problems) if problems else None,
         "why": [{"anchor": "why-" + entry["row"]["host"], "outcome": entry["row"]["outcome"],

@@ -151,3 +151,22 @@ def test_the_page_is_one_self_contained_file(tmp_path):
     external = [(name, value) for name, value in page.attrs if name in ("src", "href")
                 and not value.startswith(("data:image/png;base64,", "#"))]
     assert external == []
+
+
+def test_the_next_run_says_what_changed_since_the_last_one(tmp_path):
+    """Run r1 then r2 in one report directory: r2's report compares with r1's (an unreadable other report is skipped)."""
+    failed, dummy = run_report({"records": RECORDS, "dest_dir": str(tmp_path), "run_id": "r1", "chart": False})
+    assert not failed
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "report.json").write_text("{not json")
+    os.utime(str(tmp_path / "r1" / "report.json"), (1, 1))  # r1 is the older file; junk the newest, unreadable
+    later = [dict(RECORDS[0], status="reverted", verdict={"decision": "revert", "action": "revert"}), RECORDS[1]]
+    failed, result = run_report({"records": later, "dest_dir": str(tmp_path), "run_id": "r2", "chart": False})
+    assert not failed, result
+    report = json.loads((tmp_path / "r2" / "report.json").read_text())
+    assert report["since"]["run_id"] == "r1"
+    assert [c["host"] for c in report["since"]["changed"]] == ["thor-01"]
+    assert any(line.startswith("- **Since the last run**: Since run r1") for line in result["console"])
+    failed, result = run_report({"records": later, "dest_dir": str(tmp_path), "run_id": "r3", "chart": False,
+                                 "since_last_run": False})
+    assert not failed and json.loads((tmp_path / "r3" / "report.json").read_text())["since"] is None

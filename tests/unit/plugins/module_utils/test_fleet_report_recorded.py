@@ -210,3 +210,32 @@ def test_the_console_prints_the_summary_not_the_300_hosts_tables():
     assert "Needs a look" in text and "fl-stale-n009 (SIMULATED)" in text  # every host that needs a human, named
     assert "### " not in text and "| Host |" not in text
     assert fr.console_lines("no summary here\n") == ["no summary here"]
+
+
+def test_what_changed_since_the_last_run_per_host_and_the_hosts_new_and_gone():
+    """The report says what changed since the last run (issue 33): per host the outcome, what runs, method, k..."""
+    first = build()
+    later = copy.deepcopy(RECORDS)
+    by_host = dict((r["host"], r) for r in later)
+    kept = [h for h, r in by_host.items() if fr.host_row(r)["outcome"] == "kept"][0]
+    by_host[kept]["status"] = "reverted"
+    by_host[kept]["verdict"] = dict(by_host[kept]["verdict"], decision="revert", action="revert")
+    gone = later.pop()["host"]
+    new = copy.deepcopy(later[0])
+    new["host"] = "agx-new-01"
+    later.append(new)
+    report = fr.build_report(later, "r2", "2026-12-06T17:00:00Z", previous=first)
+    since = report["since"]
+    assert since["run_id"] == "r" and since["new"] == ["agx-new-01"] and since["gone"] == [gone]
+    changed = dict((c["host"], c["changes"]) for c in since["changed"])
+    assert list(changed) == [kept], changed  # every other host compares equal
+    assert "outcome kept → reverted" in changed[kept]
+    md = fr.render_markdown(report)
+    assert "## Since run r" in md and "| %s" % kept in md.split("## Since run r", 1)[1].split("## ", 1)[0]
+    assert "Since run r (2026-12-05T17:00:00Z): 1 host(s) changed; 1 new (agx-new-01); 1 not in this run (%s)." % gone \
+        in "\n".join(fr.console_lines(md))
+    page = render_html(report)
+    assert "<h2>Since run r</h2>" in page and "outcome kept → reverted" in page
+    # no earlier report, or an unreadable one: nothing to say, and nothing breaks
+    assert build()["since"] is None and fr.build_report(RECORDS, "r", "t", previous={"hosts": "x"})["since"] is None
+    assert "Since run" not in fr.render_markdown(build())
