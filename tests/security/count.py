@@ -242,6 +242,12 @@ FAULTS = [
     ("download", "A gated model repository (401)",
      [RO + "test_ladder.py::test_a_gated_model_ends_at_off_naming_the_token",
       IP + "test_vllm_prefetch_module.py::test_a_gated_model_names_the_token_and_the_token_from_the_secrets_file_opens_it"]),
+    ("download", "The disk filling up mid-download in the prefetch (ENOSPC from a small tmpfs; EDQUOT classified): the rung "
+                 "fails without a restart, the message names the disk, the sizes and the fix, partial files are removed",
+     [IP + "test_vllm_prefetch_module.py::test_a_disk_that_fills_up_mid_download_fails_the_rung_naming_the_disk_and_leaves_nothing_half_written",
+      MU + "test_launch_prefetch.py::test_each_failure_names_its_cause_the_clis_line_and_the_fix"]),
+    ("download", "A model file larger than the cache's filesystem takes (EFBIG: FAT32's 4 GiB, a file size limit)",
+     [IP + "test_vllm_prefetch_module.py::test_a_file_larger_than_the_filesystem_takes_fails_the_rung_as_file_too_large"]),
     ("download", "A model repository the Hub does not have",
      [RO + "test_ladder.py::test_a_missing_model_ends_at_off_naming_the_download_problem",
       IP + "test_vllm_prefetch_module.py::test_a_repository_the_hub_does_not_have_is_unavailable_with_the_clis_words"]),
