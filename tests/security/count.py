@@ -180,6 +180,9 @@ FAULTS = [
     ("lock", "A run longer than the lock timeout",
      [MU + "test_rollout_lock.py::test_heartbeat_keeps_a_long_run_from_going_stale",
       RO + "test_faults_lock.py::test_a_long_run_keeps_its_lock_past_the_timeout"]),
+    ("lock", "A container image pull that outlasts the lock timeout (the lock kept fresh during the pull; one taken "
+             "away mid-pull stops it)",
+     [IP + "test_vllm_image_heartbeat.py"]),
     ("lock", "A run that loses its lock while alive (taken over or removed) and resumes",
      [MU + "test_rollout_lock.py::test_refresh_of_a_vanished_lock_fails",
       RO + "test_lost_lock.py::test_a_run_that_lost_its_lock_stops_touching_the_host"]),
