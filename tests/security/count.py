@@ -195,6 +195,9 @@ FAULTS = [
      [MU + "test_rollout_lock.py::test_a_wall_clock_step_neither_freezes_nor_ages_a_lock_in_the_same_boot"]),
     ("lock", "The board rebooting between the candidate's start and the verdict",
      [RO + "test_interrupt.py::test_a_reboot_mid_trial_comes_back_on_the_last_good_launch"]),
+    ("waves", "Boards sharing a machine id (cloned images) in a staged wave: warned, keyed on the inventory name",
+     [MU + "test_record_wave.py::test_boards_that_share_a_machine_id_are_keyed_on_their_inventory_name_and_named",
+      MU + "test_record_wave.py::test_the_filter_reads_the_machine_ids_of_the_plays_hosts_only"]),
     # the benchmark connection
     ("benchmark", "Connection closed by the server after each stream (close, HTTP/1.0, chunked + close; via a proxy)",
      [IP + "test_bench_client_transport.py::test_streams_that_end_by_closing_the_connection",
