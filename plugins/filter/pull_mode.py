@@ -12,12 +12,12 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import contextlib
-import hashlib
 import io
 
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data import plain
+from ansible_collections.jetson.specdec.plugins.module_utils.record.wave import machine_id_duplicates
 from ansible_collections.jetson.specdec.plugins.module_utils.pull.inputs import (
     ALLOWED_DESTS, RULE_ARGS, dir_refusals, environment_refusals, extra_args_refusals, link_refusals,
     unit_name_refusals, url_refusals,
@@ -93,12 +93,7 @@ def pull_machine_id_duplicates(machine_ids):
     machine_ids = plain(machine_ids) or {}
     if not isinstance(machine_ids, dict):
         raise AnsibleFilterError("jetson.specdec.pull_machine_id_duplicates: expects a dict of host: machine id")
-    by_id = {}
-    for host, machine_id in machine_ids.items():
-        if isinstance(machine_id, str) and machine_id.strip() and machine_id.strip() != "uninitialized":
-            by_id.setdefault(machine_id.strip().lower(), []).append(host)
-    return [{"id": hashlib.sha256(key.encode("utf-8")).hexdigest()[:12], "hosts": sorted(hosts)}
-            for key, hosts in sorted(by_id.items(), key=lambda kv: sorted(kv[1])) if len(hosts) > 1]
+    return machine_id_duplicates(machine_ids)
 
 
 class FilterModule(object):

@@ -12,6 +12,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data i
 from ansible_collections.jetson.specdec.plugins.module_utils.record import drift as running_drift
 from ansible_collections.jetson.specdec.plugins.module_utils.record import holder as lock_holder
 from ansible_collections.jetson.specdec.plugins.module_utils.record import record as rec
+from ansible_collections.jetson.specdec.plugins.module_utils.record import wave as rollout_wave
 
 EVENTS = {
     "new": lambda r, host, run_id, jetson, facts_root="/": rec.new_record(host, run_id, jetson, facts_root),
@@ -113,6 +114,21 @@ def rollout_drift(state, running, host=""):
     return out
 
 
+def rollout_wave_key(key, host, play_hosts, hostvars):
+    """{key, shared_with, warning}: ``host``'s wave key, its inventory name when ``key`` is a machine id that
+    other hosts of the play share (cloned boards would all fall into one wave)."""
+    machine_ids = {}
+    for name in plain(play_hosts) or []:
+        try:
+            facts = hostvars[name].get("ansible_facts", {}) or {}
+        except (KeyError, TypeError, AttributeError):
+            continue
+        machine_id = (facts.get("jetson") or {}).get("machine_id") if isinstance(facts, dict) else None
+        if isinstance(machine_id, str):
+            machine_ids[str(name)] = machine_id
+    return rollout_wave.wave_key_for(str(host), plain(key), machine_ids)
+
+
 class FilterModule(object):
     """Record filters of jetson.specdec."""
 
@@ -122,4 +138,4 @@ class FilterModule(object):
                 "rollout_state_outcome": rollout_state_outcome,
                 "rollout_rounds": rollout_rounds, "rollout_stored_acceptance": rollout_stored_acceptance,
                 "rollout_controller_id": rollout_controller_id, "rollout_lock_holder_gone": rollout_lock_holder_gone,
-                "rollout_drift": rollout_drift}
+                "rollout_drift": rollout_drift, "rollout_wave_key": rollout_wave_key}

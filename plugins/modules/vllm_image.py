@@ -17,6 +17,10 @@ description:
     C(unknown)), quotes Docker's own line and says what fixes it.
   - M(jetson.specdec.vllm_server) runs it for C(vllm_server_runtime=container), after its preflight and before its
     unit.
+  - With O(heartbeat) (the rollout passes its lock), the rollout lock is refreshed before the pull and every
+    O(heartbeat.interval) seconds while it runs, so a pull longer than the lock's timeout does not let the lock
+    go stale and another controller take the host over mid-pull. A lock that is no longer this run's stops the
+    pull and fails the task; nothing else on the host was changed.
 author: jetson.specdec contributors (@jetson-specdec)
 extends_documentation_fragment:
   - jetson.specdec.attributes
@@ -45,6 +49,31 @@ options:
     description: Seconds the pull may take before it is stopped and the host failed (cause C(timeout)).
     type: int
     default: 3600
+  heartbeat:
+    description:
+      - The rollout lock this run holds, refreshed while the pull runs (as M(jetson.specdec.rollout_state) with
+        O(jetson.specdec.rollout_state#module:state=refresh) does between steps). Unset, no lock is touched.
+    type: dict
+    version_added: 0.3.0
+    suboptions:
+      path:
+        description: The rollout state file; the lock is C(rollout.lock) next to it.
+        type: path
+        required: true
+      lock_path:
+        description: The lock file, when it is not C(rollout.lock) next to O(heartbeat.path).
+        type: path
+      token:
+        description: The lock's token (C(lock.token) of the rollout_state task that took it).
+        type: str
+        required: true
+        no_log: true
+      interval:
+        description:
+          - Seconds between two heartbeats during the pull. V(0) (the default) takes a quarter of the lock's own
+            timeout, at most 60 s, so three heartbeats can be missed before anyone may call the lock stale.
+        type: int
+        default: 0
 """
 
 EXAMPLES = r"""
@@ -89,11 +118,32 @@ docker_line:
   returned: failure of a pull
   type: str
   sample: 'Error response from daemon: manifest unknown'
+heartbeats:
+  description: How many times the rollout lock was refreshed (before and during the pull), with O(heartbeat).
+  returned: when a pull ran with O(heartbeat)
+  type: int
+  sample: 12
+lock_lost:
+  description: The pull was stopped because the rollout lock was no longer this run's.
+  returned: failure, with O(heartbeat)
+  type: bool
 """
+
+import os
+import signal
+import subprocess
+import tempfile
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.jetson.specdec.plugins.module_utils.launch import image_pull
+from ansible_collections.jetson.specdec.plugins.module_utils.record import lock as rollout_lock
+from ansible_collections.jetson.specdec.plugins.module_utils.record.state import LockHeld, StateError, utc_now
+
+# The heartbeat's ceiling: a pull of many gigabytes on a board's link takes long, but the lock's age must
+# stay far below any sensible timeout.
+MAX_HEARTBEAT_INTERVAL = 60
 
 
 def _inspect(module, docker):
@@ -108,6 +158,75 @@ def _inspect(module, docker):
     return False, None, text
 
 
+class Heartbeat(object):
+    """The rollout lock of this run, refreshed on demand; raises LockHeld once it is someone else's."""
+
+    def __init__(self, spec):
+        self.lock_path = spec.get("lock_path") or os.path.join(os.path.dirname(spec["path"]), "rollout.lock")
+        self.token = spec["token"]
+        self.interval = spec.get("interval") or 0
+        self.count = 0
+        self.last_error = None
+
+    def beat(self):
+        holder = rollout_lock.refresh(self.lock_path, self.token, utc_now(), clock=rollout_lock.board_clock())
+        self.count += 1
+        if not self.interval:
+            declared = holder.get("timeout") if isinstance(holder, dict) else None
+            timeout = declared if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0 \
+                else rollout_lock.DEFAULT_TIMEOUT
+            self.interval = max(1, min(MAX_HEARTBEAT_INTERVAL, timeout // 4))
+        return holder
+
+
+def _stop(proc):
+    """End the pull and what it started (its own process group), politely first."""
+    for sig, wait in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(proc.pid, sig)
+        except OSError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def pull_with_heartbeat(argv, heartbeat):
+    """(rc, stdout, stderr, lost): ``argv`` run to its end with the lock refreshed every interval; ``lost`` is the
+    LockHeld message when the lock stopped being ours (the pull is then stopped, rc None)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        env = dict(os.environ, LC_ALL="C")
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env, close_fds=True,
+                                start_new_session=True)  # a group of its own, so _stop reaches docker too
+        lost = None
+        try:
+            while True:
+                try:
+                    proc.wait(timeout=heartbeat.interval)
+                    break
+                except subprocess.TimeoutExpired:
+                    pass
+                try:
+                    heartbeat.beat()
+                except LockHeld as exc:
+                    lost = str(exc)
+                    _stop(proc)
+                    break
+                except StateError as exc:
+                    # The lock file could not be written (a full disk, what this pull may well cause): the lock
+                    # is still ours and only ages; the next beat tries again, the timeout is the bound.
+                    heartbeat.last_error = str(exc)
+        except BaseException:
+            _stop(proc)
+            raise
+        out.seek(0)
+        err.seek(0)
+        return (None if lost else proc.returncode, out.read().decode("utf-8", "replace"),
+                err.read().decode("utf-8", "replace"), lost)
+
+
 def run(module):
     p = module.params
     image = p["image"]
@@ -117,6 +236,9 @@ def run(module):
                              "repository@sha256:digest." % image, image=image)
     if p["timeout"] < 1:
         module.fail_json(msg="vllm_image: timeout must be at least 1 second, got %s" % p["timeout"], image=image)
+    if p["heartbeat"] and p["heartbeat"]["interval"] < 0:
+        module.fail_json(msg="vllm_image: heartbeat.interval must be 0 (a quarter of the lock's timeout) or more "
+                             "seconds, got %s" % p["heartbeat"]["interval"], image=image)
     docker = p["docker_bin"]
     present, image_id, error = _inspect(module, docker)
     if error is not None:
@@ -135,15 +257,33 @@ def run(module):
                          msg="would pull %s" % image)
     timeout_bin = module.get_bin_path("timeout")
     argv = ([timeout_bin, str(p["timeout"])] if timeout_bin else []) + [docker, "pull", "--", image]
-    rc, out, err = module.run_command(argv, environ_update={"LC_ALL": "C"})
+    extra = {}
+    if p["heartbeat"]:
+        heartbeat = Heartbeat(p["heartbeat"])
+        try:
+            heartbeat.beat()  # before anything: a run that lost its lock does not start a pull
+        except (LockHeld, StateError) as exc:
+            module.fail_json(msg="vllm_image: the pull of %s did not start: %s" % (image, exc), image=image,
+                             lock_lost=isinstance(exc, LockHeld), heartbeats=0)
+        started = time.time()
+        rc, out, err, lost = pull_with_heartbeat(argv, heartbeat)
+        extra = {"heartbeats": heartbeat.count}
+        if lost:
+            module.fail_json(msg="vllm_image: stopped `docker pull %s` after %d s: this run lost its rollout lock "
+                                 "while pulling: %s Nothing else was changed on the host; the layers pulled so far "
+                                 "stay in Docker's cache." % (image, time.time() - started, lost),
+                             image=image, lock_lost=True, **extra)
+    else:
+        rc, out, err = module.run_command(argv, environ_update={"LC_ALL": "C"})
     if rc != 0:
         failure = image_pull.pull_failure("%s\n%s" % (out, err), timed_out=bool(timeout_bin) and rc == 124)
         module.fail_json(msg="vllm_image: `docker pull %s` failed (%s): %s. Nothing was changed; the current launch "
                              "keeps serving. Fix: %s." % (image, failure["cause"], failure["line"] or "no output",
                                                           failure["fix"]),
-                         image=image, cause=failure["cause"], docker_line=failure["line"], rc=rc)
+                         image=image, cause=failure["cause"], docker_line=failure["line"], rc=rc, **extra)
     dummy, new_id, dummy2 = _inspect(module, docker)
-    module.exit_json(changed=new_id != image_id, image=image, present=new_id is not None, id=new_id, pulled=True)
+    module.exit_json(changed=new_id != image_id, image=image, present=new_id is not None, id=new_id, pulled=True,
+                     **extra)
 
 
 def main():
@@ -153,6 +293,12 @@ def main():
             pull=dict(type="str", default="missing", choices=list(image_pull.PULL_POLICIES)),
             docker_bin=dict(type="path", default="/usr/bin/docker"),
             timeout=dict(type="int", default=3600),
+            heartbeat=dict(type="dict", options=dict(
+                path=dict(type="path", required=True),
+                lock_path=dict(type="path"),
+                token=dict(type="str", required=True, no_log=True),
+                interval=dict(type="int", default=0),
+            )),
         ),
         supports_check_mode=True,
     )

@@ -20,10 +20,14 @@ description:
     and runs the CLI as the service account O(user), so vLLM can use and update what it wrote.
   - A model already complete in the cache (its C(main) snapshot with C(config.json) and weights) is left alone
     without starting the CLI, so a converged host needs no network.
-  - A failed download names its cause (C(not_found), C(gated), C(offline_not_cached), C(no_space), C(rate_limited),
-    C(unreachable), C(timeout), C(no_cli), C(unknown)) with the CLI's own line and the fix. C(definite) causes (not
-    found, gated, offline, disk full, HTTP 429) mean vLLM could not start that model either; M(jetson.specdec.rollout) then records the
-    rung as failed without restarting the host.
+  - A failed download names its cause (C(not_found), C(gated), C(offline_not_cached), C(no_space), C(quota_exceeded),
+    C(file_too_large), C(rate_limited), C(unreachable), C(timeout), C(no_cli), C(unknown)) with the CLI's own line and
+    the fix. C(definite) causes (not found, gated, offline, disk full, quota, file too large, HTTP 429) mean vLLM could
+    not start that model either; M(jetson.specdec.rollout) then records the rung as failed without restarting the host.
+  - When the disk is the cause (C(no_space) for ENOSPC, C(quota_exceeded) for EDQUOT, C(file_too_large) for EFBIG),
+    the message says where, how much the CLI needed and how much is free, and the model's partial downloads
+    (C(blobs/*.incomplete)) are removed, so the disk the baseline serves from gets its space back. A sharded model
+    counts as cached only with every shard its index names, so a download cut short is fetched again next time.
 author: jetson.specdec contributors (@jetson-specdec)
 extends_documentation_fragment:
   - jetson.specdec.attributes
@@ -121,7 +125,9 @@ models:
       description: The snapshot directory in the cache, when the model is there.
       type: str
     cause:
-      description: Why it failed - one of not_found, gated, offline_not_cached, no_space, rate_limited, unreachable, timeout, no_cli, unknown.
+      description:
+        - Why it failed - one of not_found, gated, offline_not_cached, no_space, quota_exceeded, file_too_large,
+          rate_limited, unreachable, timeout, no_cli, unknown.
       type: str
     line:
       description: The CLI's own line that shows the cause.
@@ -130,8 +136,21 @@ models:
       description: What to change.
       type: str
     definite:
-      description: vLLM could not start this model either (not found, gated, offline and not cached, disk full).
+      description: vLLM could not start this model either (not found, gated, offline and not cached, disk full, HTTP 429).
       type: bool
+    detail:
+      description: For a disk cause - where, how much was needed and free, what partial downloads were removed.
+      type: str
+    free_bytes:
+      description: For a disk cause - the bytes the account can still write in the cache after the clean-up.
+      type: int
+    needed_bytes:
+      description: For a disk cause - the size of the file the CLI could not fit, when it said it (else null).
+      type: int
+    removed_partial:
+      description: For a disk cause - [files, bytes] of the model's partial downloads removed from the cache.
+      type: list
+      elements: int
   sample:
     - {model: yuhuili/EAGLE3-LLaMA3.1-Instruct-8B, status: fetched, seconds: 41.2,
        path: /var/lib/vllm/huggingface/hub/models--yuhuili--EAGLE3-LLaMA3.1-Instruct-8B/snapshots/0d6c9d0e5f1e4d8b8d2c1f0e9a8b7c6d5e4f3a2b}
@@ -149,6 +168,7 @@ seconds:
 """
 
 import os
+import stat
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -156,6 +176,8 @@ from ansible_collections.jetson.specdec.plugins.module_utils.launch import prefe
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.safetensors import (
     ModelFileError,
     hf_snapshot_dir,
+    open_model_file,
+    read_json_file,
     weight_bytes_in_dir,
 )
 
@@ -163,15 +185,82 @@ _PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def complete_snapshot(hf_home, model):
-    """The cached ``main`` snapshot when it has config.json and weights vLLM can load, else None."""
+    """The cached ``main`` snapshot when it has config.json and weights vLLM can load, else None.
+
+    A sharded model is complete only with every shard its index names: a download cut short (disk full, a
+    timeout) leaves the index and the shards that finished, and such a snapshot must be fetched again, not
+    taken as cached."""
     path = hf_snapshot_dir(hf_home, model)
     if not path or not os.path.isfile(os.path.join(path, "config.json")):
         return None
     try:
         weight_bytes_in_dir(path)
-    except (ModelFileError, OSError):
+        for shard in index_shards(path):
+            handle, _size = open_model_file(os.path.join(path, shard))
+            handle.close()
+    except (ModelFileError, OSError, ValueError):
         return None
     return path
+
+
+def index_shards(path):
+    """The shard files model.safetensors.index.json names (its weight_map's values); none without an index."""
+    index = os.path.join(path, "model.safetensors.index.json")
+    if not os.path.isfile(index):
+        return []
+    weight_map = read_json_file(index, "safetensors index").get("weight_map")
+    if not isinstance(weight_map, dict) or not weight_map:
+        raise ModelFileError("%s: no weight_map" % index)
+    shards = sorted(set(str(name) for name in weight_map.values()))
+    if any(name.startswith("/") or ".." in name.split("/") for name in shards):
+        raise ModelFileError("%s: a shard outside the snapshot" % index)
+    return shards
+
+
+def remove_partial_downloads(hf_home, model):
+    """(files, bytes) of the partial downloads (``blobs/*.incomplete``) of ``model`` removed from the cache.
+
+    After a full disk they are what fills it: huggingface_hub >= 2 removes its own on an error, older CLIs
+    (and a download killed by the timeout) keep them to resume, and the baseline serving on the same disk would
+    go on without room for its logs. Never follows a link: the cache belongs to the service account, and this
+    runs as root (issue 34)."""
+    count = size = 0
+    fds = []
+    try:
+        try:
+            fds.append(os.open(hf_home, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW))
+            for name in ("hub", "models--" + model.replace("/", "--"), "blobs"):
+                fds.append(os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fds[-1]))
+        except OSError:
+            return 0, 0
+        for name in sorted(os.listdir(fds[-1])):
+            if not name.endswith(".incomplete"):
+                continue
+            try:
+                st = os.stat(name, dir_fd=fds[-1], follow_symlinks=False)
+                if not stat.S_ISREG(st.st_mode):
+                    continue
+                os.unlink(name, dir_fd=fds[-1])
+            except OSError:
+                continue
+            count += 1
+            size += st.st_size
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return count, size
+
+
+def free_bytes(hf_home, model):
+    """(directory, bytes the service account can still write there): the cache's deepest existing directory."""
+    repo = prefetch.cache_repo_dir(hf_home, model)
+    for path in (repo + "/blobs", repo, hf_home.rstrip("/") + "/hub", hf_home):
+        try:
+            st = os.statvfs(path)
+        except OSError:
+            continue
+        return path, st.f_bavail * st.f_frsize
+    return hf_home, None
 
 
 def native_cli(cli):
@@ -230,12 +319,23 @@ def fetch(module, model, opts, env, ids):
         return {"model": model, "status": "fetched", "seconds": seconds,
                 "path": path or prefetch.snapshot_path(out)}
     found = prefetch.failure("%s\n%s" % (err, out), timed_out=timed_out)
-    return dict(found, model=model, status="failed", seconds=seconds, path=path)
+    entry = dict(found, model=model, status="failed", seconds=seconds, path=path)
+    if found["cause"] in prefetch.DISK_CAUSES:
+        # The container's CLI writes the same cache through its mount: the host's paths are the ones to name.
+        removed = remove_partial_downloads(module.params["hf_home"], model)
+        where, free = free_bytes(module.params["hf_home"], model)
+        shortfall = prefetch.disk_shortfall("%s\n%s" % (err, out))
+        entry.update(free_bytes=free, needed_bytes=shortfall["needed"] if shortfall else None,
+                     removed_partial=list(removed),
+                     detail=prefetch.disk_detail(found["cause"], where, free, shortfall, removed))
+    return entry
 
 
 def describe(entry):
     """One sentence for a model that was not fetched: the warning, the value in RV(unavailable) and the failure."""
     line = (entry.get("line") or "no output").rstrip(".")
+    if entry.get("detail"):
+        line = "%s (%s)" % (entry["detail"], line)
     return "%s was not fetched (%s): %s. Fix: %s." % (entry["model"], entry["cause"], line, entry["fix"])
 
 

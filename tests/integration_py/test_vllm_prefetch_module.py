@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import pwd
+import resource
 import shutil
 import struct
 import sys
@@ -24,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from ansible_collections.jetson.specdec.plugins.modules import vllm_prefetch
+from ansible_collections.jetson.specdec.tests.integration_py import private_tmpfs
 from ansible_collections.jetson.specdec.tests.unit.plugins.modules.utils import run_module
 
 HF = os.path.join(os.path.dirname(sys.executable), "hf")
@@ -42,6 +44,15 @@ REPOS = {
     "acme/tiny-draft": {"config.json": b'{"model_type": "llama", "num_hidden_layers": 1}', "model.safetensors": _safetensors(64)},
     "acme/gated-draft": {"config.json": b'{"model_type": "llama"}', "model.safetensors": _safetensors(8)},
 }
+# A sharded draft whose second shard (1 MiB) does not fit on the small disks of the disk-full tests, while its
+# config, index and first shard do: a download cut short leaves a snapshot that looks usable at first sight.
+SHARDS = {"model-00001-of-00002.safetensors": _safetensors(1024), "model-00002-of-00002.safetensors": _safetensors(512 * 1024)}
+REPOS["acme/sharded-draft"] = dict(SHARDS, **{
+    "config.json": b'{"model_type": "llama", "num_hidden_layers": 2}',
+    "model.safetensors.index.json": json.dumps({
+        "metadata": {"total_size": 2 * (1024 + 512 * 1024)},
+        "weight_map": {"layers.0.w": "model-00001-of-00002.safetensors", "layers.1.w": "model-00002-of-00002.safetensors"},
+    }).encode()})
 
 
 class _Mirror(BaseHTTPRequestHandler):
@@ -253,3 +264,104 @@ def test_without_a_cli_the_model_is_left_to_vllm(mirror, hf_home, tmp_path):
     entry = result["models"][0]
     assert not failed and (entry["status"], entry["cause"]) == ("no_cli", "no_cli"), result
     assert "huggingface_hub" in entry["fix"] and not result["changed"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The disk filling up during the download (issue 34). The errors are the kernel's, met by the real CLI in its
+# own write path: ENOSPC from a small tmpfs (private_tmpfs.py: a mount namespace of one process), EFBIG from
+# RLIMIT_FSIZE (what a FAT32 card's 4 GiB limit or a `ulimit -f` gives), no privileges needed for the latter.
+# ---------------------------------------------------------------------------------------------------------
+
+SHARDED = "acme/sharded-draft"
+BLOBS = "hub/models--acme--sharded-draft/blobs"
+STALE = BLOBS + "/0123456789abcdef0123456789abcdef01234567.incomplete"  # a killed or older CLI's leftover
+
+
+def _weights_in_snapshot(files):
+    return sorted(name.rsplit("/", 1)[1] for name in files if "/snapshots/" in name and name.endswith(".safetensors"))
+
+
+def test_a_disk_that_fills_up_mid_download_fails_the_rung_naming_the_disk_and_leaves_nothing_half_written(mirror, tmp_path):
+    why = private_tmpfs.available()
+    if why:
+        pytest.skip(why)
+    hf_home = tmp_path / "huggingface"
+    hf_home.mkdir()
+    args = dict(models=[SHARDED], hf_home=str(hf_home), cli=HF, user="root", timeout=120,
+                environment={"HF_ENDPOINT": mirror}, fail_on_unavailable=False)
+    # 256 KiB: the config, the index and the first shard fit; the 1 MiB second shard does not.
+    answer = private_tmpfs.run({"mount": str(hf_home), "size": 256 * 1024, "plant": {STALE: 64 * 1024},
+                                "module": "vllm_prefetch",
+                                "runs": [args, dict(args, fail_on_unavailable=True), dict(args, _ansible_check_mode=True)]},
+                               env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    (failed, result), (failed_default, result_default), (_, check) = answer["runs"]
+    entry = result["models"][0]
+    # The rollout's call (fail_on_unavailable false): a definite cause, so the rung fails without a restart.
+    assert not failed and (entry["status"], entry["cause"], entry["definite"]) == ("failed", "no_space", True), entry
+    assert "No space left on device" in entry["line"] or "Errno 28" in entry["line"], entry  # the CLI's own words
+    said = result["unavailable"][SHARDED]
+    # where, how much, what was cleaned up, and the fix
+    assert "disk full at %s" % hf_home in said, said
+    assert entry["free_bytes"] is not None and entry["free_bytes"] < 256 * 1024, entry
+    assert "free now" in said and "vllm_server_hf_home" in entry["fix"] and "larger disk" in entry["fix"], said
+    if entry["needed_bytes"] is not None:  # huggingface_hub's own warning, when it could check before writing
+        assert entry["needed_bytes"] >= 1024 * 1024 and "was needed" in said, said
+    # The stale partial file is gone with whatever the CLI left: no *.incomplete, the space handed back.
+    assert entry["removed_partial"][0] >= 1 and entry["removed_partial"][1] >= 64 * 1024, entry
+    assert not [name for name in answer["files"] if name.endswith(".incomplete")], answer["files"]
+    assert "model-00002-of-00002.safetensors" not in _weights_in_snapshot(answer["files"]), answer["files"]
+    # vllm_server's deploy (the default): the task fails with that sentence.
+    assert failed_default and "was not fetched (no_space): disk full at" in result_default["msg"], result_default
+    # A later run does not take the cut-short snapshot (index, config and perhaps the first shard) for a cached model.
+    assert check["models"][0]["status"] == "would_fetch", check
+
+
+def _cli_with_a_file_size_limit(tmp_path, limit):
+    """The real hf under RLIMIT_FSIZE: a write past ``limit`` bytes fails with EFBIG (SIGXFSZ ignored, as the
+    default action would kill the CLI before it could say anything)."""
+    wrapper = tmp_path / "bin" / "hf"
+    wrapper.parent.mkdir()
+    wrapper.write_text("#!%s\nimport os, resource, signal, sys\n"
+                       "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+                       "resource.setrlimit(resource.RLIMIT_FSIZE, (%d, %d))\n"
+                       "os.execv(%r, [%r] + sys.argv[1:])\n" % (sys.executable, limit, limit, HF, HF))
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def test_a_file_larger_than_the_filesystem_takes_fails_the_rung_as_file_too_large(mirror, hf_home, tmp_path):
+    cli = _cli_with_a_file_size_limit(tmp_path, 128 * 1024)
+    assert resource.getrlimit(resource.RLIMIT_FSIZE)[0] == resource.RLIM_INFINITY  # only the CLI is limited
+    failed, result = prefetch(hf_home, [SHARDED], mirror, cli=cli, fail_on_unavailable=False)
+    entry = result["models"][0]
+    assert not failed and (entry["cause"], entry["definite"]) == ("file_too_large", True), entry
+    assert "File too large" in entry["line"] or "Errno 27" in entry["line"], entry
+    said = result["unavailable"][SHARDED]
+    assert "file too large for the filesystem or the file size limit at %s" % hf_home in said, said
+    assert "FAT32" in entry["fix"] and "LimitFSIZE" in entry["fix"], entry
+    left = [os.path.join(root, name) for root, dirs, files in os.walk(hf_home) for name in files]
+    assert not [name for name in left if name.endswith(".incomplete")], left
+    failed, check = prefetch(hf_home, [SHARDED], mirror, cli=cli, _ansible_check_mode=True)
+    assert check["models"][0]["status"] == "would_fetch", check
+
+
+def test_the_clean_up_after_a_full_disk_follows_no_link_the_service_account_planted(tmp_path):
+    # The cache belongs to the service account and the clean-up runs as root: blobs/ made a link to another
+    # directory must not make it remove that directory's files (issue 34's class of planted links).
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.incomplete").write_bytes(b"x" * 10)
+    repo = tmp_path / "huggingface" / "hub" / "models--acme--sharded-draft"
+    repo.mkdir(parents=True)
+    os.symlink(str(elsewhere), str(repo / "blobs"))
+    assert vllm_prefetch.remove_partial_downloads(str(tmp_path / "huggingface"), SHARDED) == (0, 0)
+    assert (elsewhere / "keep.incomplete").exists()
+    # a real blobs directory: partial files go, a link named like one and finished blobs stay
+    os.unlink(str(repo / "blobs"))
+    (repo / "blobs").mkdir()
+    (repo / "blobs" / "aa.1f2e3d4c.incomplete").write_bytes(b"x" * 100)
+    (repo / "blobs" / "bb").write_bytes(b"x" * 7)
+    os.symlink(str(elsewhere / "keep.incomplete"), str(repo / "blobs" / "cc.incomplete"))
+    assert vllm_prefetch.remove_partial_downloads(str(tmp_path / "huggingface"), SHARDED) == (1, 100)
+    assert sorted(os.listdir(str(repo / "blobs"))) == ["bb", "cc.incomplete"]
+    assert (elsewhere / "keep.incomplete").exists()

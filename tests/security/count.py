@@ -180,6 +180,9 @@ FAULTS = [
     ("lock", "A run longer than the lock timeout",
      [MU + "test_rollout_lock.py::test_heartbeat_keeps_a_long_run_from_going_stale",
       RO + "test_faults_lock.py::test_a_long_run_keeps_its_lock_past_the_timeout"]),
+    ("lock", "A container image pull that outlasts the lock timeout (the lock kept fresh during the pull; one taken "
+             "away mid-pull stops it)",
+     [IP + "test_vllm_image_heartbeat.py"]),
     ("lock", "A run that loses its lock while alive (taken over or removed) and resumes",
      [MU + "test_rollout_lock.py::test_refresh_of_a_vanished_lock_fails",
       RO + "test_lost_lock.py::test_a_run_that_lost_its_lock_stops_touching_the_host"]),
@@ -192,6 +195,9 @@ FAULTS = [
      [MU + "test_rollout_lock.py::test_a_wall_clock_step_neither_freezes_nor_ages_a_lock_in_the_same_boot"]),
     ("lock", "The board rebooting between the candidate's start and the verdict",
      [RO + "test_interrupt.py::test_a_reboot_mid_trial_comes_back_on_the_last_good_launch"]),
+    ("waves", "Boards sharing a machine id (cloned images) in a staged wave: warned, keyed on the inventory name",
+     [MU + "test_record_wave.py::test_boards_that_share_a_machine_id_are_keyed_on_their_inventory_name_and_named",
+      MU + "test_record_wave.py::test_the_filter_reads_the_machine_ids_of_the_plays_hosts_only"]),
     # the benchmark connection
     ("benchmark", "Connection closed by the server after each stream (close, HTTP/1.0, chunked + close; via a proxy)",
      [IP + "test_bench_client_transport.py::test_streams_that_end_by_closing_the_connection",
@@ -242,6 +248,12 @@ FAULTS = [
     ("download", "A gated model repository (401)",
      [RO + "test_ladder.py::test_a_gated_model_ends_at_off_naming_the_token",
       IP + "test_vllm_prefetch_module.py::test_a_gated_model_names_the_token_and_the_token_from_the_secrets_file_opens_it"]),
+    ("download", "The disk filling up mid-download in the prefetch (ENOSPC from a small tmpfs; EDQUOT classified): the rung "
+                 "fails without a restart, the message names the disk, the sizes and the fix, partial files are removed",
+     [IP + "test_vllm_prefetch_module.py::test_a_disk_that_fills_up_mid_download_fails_the_rung_naming_the_disk_and_leaves_nothing_half_written",
+      MU + "test_launch_prefetch.py::test_each_failure_names_its_cause_the_clis_line_and_the_fix"]),
+    ("download", "A model file larger than the cache's filesystem takes (EFBIG: FAT32's 4 GiB, a file size limit)",
+     [IP + "test_vllm_prefetch_module.py::test_a_file_larger_than_the_filesystem_takes_fails_the_rung_as_file_too_large"]),
     ("download", "A model repository the Hub does not have",
      [RO + "test_ladder.py::test_a_missing_model_ends_at_off_naming_the_download_problem",
       IP + "test_vllm_prefetch_module.py::test_a_repository_the_hub_does_not_have_is_unavailable_with_the_clis_words"]),

@@ -26,8 +26,18 @@ _CAUSES = (
      "HF_HUB_OFFLINE is set for the service (vllm_server_environment) and the model is not in the board's "
      "cache: copy it into vllm_server_hf_home/hub (`hf download` on a connected machine), point HF_ENDPOINT "
      "at a mirror the board reaches, or unset HF_HUB_OFFLINE"),
-    ("no_space", (r"No space left on device", r"Errno 28"),
-     "free space under vllm_server_hf_home on the host (or move the cache to a larger disk), then re-run"),
+    ("no_space", (r"No space left on device", r"Errno 28\b"),
+     "free space on the filesystem of vllm_server_hf_home (old models in <hf_home>/hub: `hf cache rm`), or move "
+     "vllm_server_hf_home to a larger disk, then re-run; the host was not restarted"),
+    # EDQUOT: the service account's disk quota, not the disk, is full.
+    ("quota_exceeded", (r"Disk quota exceeded", r"Errno 122\b"),
+     "raise the disk quota of the service account (vllm_server_user) on the filesystem of vllm_server_hf_home, "
+     "or free space in its files there, then re-run; the host was not restarted"),
+    # EFBIG: a filesystem that cannot hold a file this large (FAT32/vfat stops at 4 GiB: an SD card or a USB
+    # disk formatted as it came), or a file size limit on the process (ulimit -f, LimitFSIZE=).
+    ("file_too_large", (r"File too large", r"Errno 27\b"),
+     "put vllm_server_hf_home on a filesystem that holds files of the model's size (ext4 or xfs; FAT32 stops "
+     "at 4 GiB), or lift the file size limit of the account (ulimit -f, LimitFSIZE=), then re-run"),
     ("not_found", (r"Model '[^']*' not found", r"RepositoryNotFoundError", r"Repository Not Found",
                    r"404 Client Error", r"RevisionNotFoundError"),
      "check the speculative model's name (vllm_server_speculative_model or the catalog's draft and head "
@@ -55,7 +65,12 @@ PREFETCH_CAUSES = tuple(cause for cause, _patterns, _fix in _CAUSES) + ("timeout
 # The rung cannot start with these: the rollout records the attempt without restarting vLLM.
 # A hub that did not answer or a slow link may be better when vLLM tries at its start. A rate limit is not:
 # vLLM's own fetch at its start meets the same limit a second later, with the host serving nothing.
-DEFINITE_CAUSES = ("offline_not_cached", "no_space", "gated", "not_found", "rate_limited")
+DEFINITE_CAUSES = ("offline_not_cached", "no_space", "quota_exceeded", "file_too_large", "gated", "not_found",
+                   "rate_limited")
+
+# The disk is the problem, not the model: vLLM's own fetch at its start would fail the same way, with the host
+# serving nothing and the disk full under the running baseline. The prefetch says how full and cleans up.
+DISK_CAUSES = ("no_space", "quota_exceeded", "file_too_large")
 
 _TIMEOUT_FIX = ("the download did not finish within the prefetch timeout (rollout_prefetch_timeout): vLLM fetches "
                 "the rest at its start; raise the timeout or fill the cache before the rollout")
@@ -109,6 +124,58 @@ def failure(text, timed_out=False):
             if any(re.search(pattern, line, re.IGNORECASE) for pattern in patterns):
                 return {"cause": cause, "line": line, "fix": fix, "definite": cause in DEFINITE_CAUSES}
     return {"cause": "unknown", "line": lines[-1] if lines else None, "fix": _UNKNOWN_FIX, "definite": False}
+
+
+# huggingface_hub's warning before a file it cannot fit (file_download._check_disk_space): the only place the
+# CLI says how much it needed. It may be absent (an older CLI, a size the Hub did not send, a disk that
+# filled up under a concurrent writer after the check).
+_SHORTFALL_RE = re.compile(r"expected file size is: ([0-9.]+) MB\. The target location (.+?) only has ([0-9.]+) MB free")
+
+
+def disk_shortfall(text):
+    """{needed, free, where} (bytes, bytes, directory) from the CLI's "Not enough free disk space" warning, or None.
+
+    The largest file it warned about counts: that is the one the disk could not take."""
+    best = None
+    for match in _SHORTFALL_RE.finditer(_ANSI.sub("", text or "")):
+        needed, free = int(float(match.group(1)) * 1e6), int(float(match.group(3)) * 1e6)
+        if best is None or needed > best["needed"]:
+            best = {"needed": needed, "free": free, "where": match.group(2)}
+    return best
+
+
+def size_text(num):
+    """Bytes as an operator reads them on a board's disk: 1.5 GiB, 312.0 MiB, 48.0 KiB, 12 B."""
+    if num is None:
+        return "unknown"
+    value = float(num)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(value) < 1024 or unit == "GiB":
+            return "%d B" % num if unit == "B" else "%.1f %s" % (value, unit)
+        value /= 1024.0
+    return "%.1f GiB" % value
+
+
+def disk_detail(cause, where, free, shortfall=None, removed=None):
+    """The sentence that says where the disk is full, how much was needed and free, and what was cleaned up.
+
+    ``free``: bytes the service account can still write under ``where`` (None when statvfs failed);
+    ``shortfall``: disk_shortfall() of the CLI's output; ``removed``: (files, bytes) of partial downloads removed.
+    """
+    what = {"no_space": "disk full", "quota_exceeded": "disk quota exceeded",
+            "file_too_large": "file too large for the filesystem or the file size limit"}[cause]
+    parts = ["%s at %s" % (what, where)]
+    if shortfall:
+        parts.append("a file of %s was needed, %s was free when it started" % (
+            size_text(shortfall["needed"]), size_text(shortfall["free"])))
+    if free is not None:
+        parts.append("%s free now" % size_text(free))
+    if removed and removed[0]:
+        parts.append("%d partial download%s (%s) removed, nothing half-written is left in the cache" % (
+            removed[0], "" if removed[0] == 1 else "s", size_text(removed[1])))
+    else:
+        parts.append("no partial download was left in the cache")
+    return "; ".join(parts)
 
 
 def snapshot_path(stdout):

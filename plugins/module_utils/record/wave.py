@@ -53,3 +53,38 @@ def wave(key, percent):
         reason = ("held back: bucket %d is outside the %d %% wave; rollout_wave_percent above %d includes it"
                   % (bucket, percent, bucket))
     return {"in_wave": inside, "bucket": bucket, "percent": percent, "reason": reason}
+
+
+MACHINE_ID_FIX = ("give each clone its own machine id: `sudo rm /etc/machine-id && sudo systemd-machine-id-setup`, "
+                  "then reboot it")
+
+
+def machine_id_duplicates(machine_ids):
+    """Boards that share a machine id (cloned images): [{id, hosts}], ``id`` a short sha256 of the machine id.
+
+    ``machine_ids``: {inventory name: machine id}. Empty, absent and ``uninitialized`` ids are skipped."""
+    by_id = {}
+    for host, machine_id in (machine_ids or {}).items():
+        if isinstance(machine_id, str) and machine_id.strip() and machine_id.strip() != "uninitialized":
+            by_id.setdefault(machine_id.strip().lower(), []).append(host)
+    return [{"id": hashlib.sha256(key.encode("utf-8")).hexdigest()[:12], "hosts": sorted(hosts)}
+            for key, hosts in sorted(by_id.items(), key=lambda kv: sorted(kv[1])) if len(hosts) > 1]
+
+
+def wave_key_for(host, key, machine_ids):
+    """{key, shared_with, warning}: the wave key of ``host``.
+
+    A key that is a machine id other boards of ``machine_ids`` ({inventory name: machine id}) share would put
+    all those clones into one wave, so such a host is keyed on its inventory name instead, and the warning
+    names the boards and the fix. Any other key is kept as it is."""
+    mine = machine_ids.get(host) if isinstance(machine_ids, dict) else None
+    if not (isinstance(key, str) and isinstance(mine, str) and key.strip().lower() == mine.strip().lower()):
+        return {"key": key, "shared_with": [], "warning": None}
+    for group in machine_id_duplicates(machine_ids):
+        if host in group["hosts"]:
+            others = [h for h in group["hosts"] if h != host]
+            warning = ("%s shares its machine id (sha256 %s...) with %s (boards cloned from one image): keyed on the "
+                       "machine id they would all fall into the same wave, so %s's wave is keyed on its inventory "
+                       "name instead. Fix: %s." % (host, group["id"], ", ".join(others), host, MACHINE_ID_FIX))
+            return {"key": host, "shared_with": others, "warning": warning}
+    return {"key": key, "shared_with": [], "warning": None}

@@ -55,6 +55,11 @@ def test_only_hub_ids_are_fetched(model, ok):
      "unreachable", False),
     ("OSError: [Errno 28] No space left on device: '/var/lib/vllm/huggingface/hub/models--acme--x/blobs/abc.incomplete'",
      "no_space", True),
+    # EDQUOT: the account's quota on the cache's filesystem, as Python words it
+    ("OSError: [Errno 122] Disk quota exceeded: '/var/lib/vllm/huggingface/hub/models--acme--x/blobs/abc.1f2e3d4c.incomplete'",
+     "quota_exceeded", True),
+    # EFBIG: a FAT32 card (4 GiB per file) or a file size limit (ulimit -f, LimitFSIZE=)
+    ("OSError: [Errno 27] File too large", "file_too_large", True),
     ("Something new", "unknown", False),
     ("", "unknown", False),
 ])
@@ -107,3 +112,31 @@ def test_the_container_command_uses_the_units_mounts_and_no_secret_on_the_comman
     assert argv[argv.index("--user") + 1] == "1001:1001"
     assert argv[-3:] == ["--quiet", "--", "acme/draft"] and "ghcr.io/acme/vllm:0.20.1" in argv
     assert not any("hf_" in a and "TOKEN" in a for a in argv)
+
+
+def test_the_clis_disk_space_warning_gives_what_was_needed_and_free():
+    text = ("/opt/vllm/lib/python3.12/site-packages/huggingface_hub/file_download.py:776: UserWarning: Not enough free "
+            "disk space to download the file. The expected file size is: 0.01 MB. The target location /x/blobs only "
+            "has 0.18 MB free disk space.\n  warnings.warn(\n\x1b[31mUserWarning: Not enough free disk space to download "
+            "the file. The expected file size is: 1050.00 MB. The target location /var/lib/vllm/huggingface/hub/"
+            "models--acme--x/blobs only has 0.18 MB free disk space.\x1b[0m\nOSError: [Errno 28] No space left on device")
+    found = prefetch.disk_shortfall(text)
+    assert found == {"needed": 1050000000, "free": 180000, "where": "/var/lib/vllm/huggingface/hub/models--acme--x/blobs"}
+    assert prefetch.disk_shortfall("OSError: [Errno 28] No space left on device") is None
+
+
+@pytest.mark.parametrize("num,text", [(0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (1050000000, "1001.4 MiB"),
+                                      (5 * 1024 ** 3, "5.0 GiB"), (3 * 1024 ** 4, "3072.0 GiB"), (None, "unknown")])
+def test_sizes_read_as_on_a_boards_disk(num, text):
+    assert prefetch.size_text(num) == text
+
+
+def test_the_disk_sentence_says_where_how_much_and_what_was_cleaned_up():
+    said = prefetch.disk_detail("no_space", "/var/lib/vllm/huggingface/hub", 4096,
+                                {"needed": 2 * 1024 ** 3, "free": 1024 ** 3, "where": "x"}, (2, 3 * 1024 ** 2))
+    assert said == ("disk full at /var/lib/vllm/huggingface/hub; a file of 2.0 GiB was needed, 1.0 GiB was free when it "
+                    "started; 4.0 KiB free now; 2 partial downloads (3.0 MiB) removed, nothing half-written is left in "
+                    "the cache")
+    said = prefetch.disk_detail("quota_exceeded", "/c", None, None, (0, 0))
+    assert said == "disk quota exceeded at /c; no partial download was left in the cache"
+    assert all(cause in prefetch.DEFINITE_CAUSES and cause in prefetch.PREFETCH_CAUSES for cause in prefetch.DISK_CAUSES)

@@ -93,3 +93,51 @@ def test_the_filter_turns_a_bad_percentage_into_a_filter_error():
     ("uninitialized\n", None), ("", None), (None, None), ("xyz", None)])
 def test_the_machine_id_fact_is_32_hex_digits_or_null(text, expected):
     assert _machine_id(text) == expected
+
+
+# Cloned boards share /etc/machine-id (issue 34): keyed on it they all fall into one wave.
+CLONE = "0123456789abcdef0123456789abcdef"
+FLEET = {"nx-01": CLONE, "nx-02": CLONE + "\n", "nx-03": "fedcba9876543210fedcba9876543210", "nx-04": "uninitialized",
+         "nx-05": "uninitialized"}
+
+
+def test_boards_that_share_a_machine_id_are_keyed_on_their_inventory_name_and_named():
+    from ansible_collections.jetson.specdec.plugins.module_utils.record import wave as w
+    first = w.wave_key_for("nx-01", CLONE, FLEET)
+    second = w.wave_key_for("nx-02", CLONE.upper(), FLEET)
+    assert (first["key"], first["shared_with"]) == ("nx-01", ["nx-02"])
+    assert (second["key"], second["shared_with"]) == ("nx-02", ["nx-01"])
+    assert "nx-01 shares its machine id" in first["warning"] and "nx-02" in first["warning"]
+    assert "rm /etc/machine-id" in first["warning"] and "systemd-machine-id-setup" in first["warning"]
+    assert CLONE not in first["warning"]  # the id itself stays private: a short sha256 names it
+    # the wave is staged again: the clones' buckets are their names', no longer one bucket for both
+    assert [w.wave_bucket(first["key"]), w.wave_bucket(second["key"])] == [w.wave_bucket("nx-01"), w.wave_bucket("nx-02")]
+
+
+@pytest.mark.parametrize("host,key", [
+    ("nx-03", "fedcba9876543210fedcba9876543210"),  # a machine id of its own
+    ("nx-01", "nx-01"),  # keyed on the inventory name already (push mode's default)
+    ("nx-01", "rack-7"),  # an operator's own key, even on a clone
+    ("nx-04", "uninitialized"),  # not a machine id: not judged as one
+    ("nx-09", CLONE),  # a host whose facts say nothing
+])
+def test_any_other_key_is_kept(host, key):
+    from ansible_collections.jetson.specdec.plugins.module_utils.record import wave as w
+    assert w.wave_key_for(host, key, FLEET) == {"key": key, "shared_with": [], "warning": None}
+
+
+def test_the_filter_reads_the_machine_ids_of_the_plays_hosts_only():
+    from ansible_collections.jetson.specdec.plugins.filter.record import rollout_wave_key
+    hostvars = {h: {"ansible_facts": {"jetson": {"machine_id": m}}} for h, m in FLEET.items()}
+    hostvars["nx-06"] = {"ansible_facts": {}}
+    found = rollout_wave_key(CLONE, "nx-01", ["nx-01", "nx-02", "nx-06"], hostvars)
+    assert found["key"] == "nx-01" and found["shared_with"] == ["nx-02"]
+    # nx-02 not in this play (a --limit): nx-01's id is its own here, the key stays
+    assert rollout_wave_key(CLONE, "nx-01", ["nx-01", "nx-03"], hostvars)["key"] == CLONE
+
+
+def test_pull_modes_duplicate_report_is_the_same_logic():
+    from ansible_collections.jetson.specdec.plugins.filter.pull_mode import pull_machine_id_duplicates
+    from ansible_collections.jetson.specdec.plugins.module_utils.record import wave as w
+    assert pull_machine_id_duplicates(FLEET) == w.machine_id_duplicates(FLEET)
+    assert [g["hosts"] for g in w.machine_id_duplicates(FLEET)] == [["nx-01", "nx-02"]]
