@@ -118,15 +118,26 @@ def rollout_wave_key(key, host, play_hosts, hostvars):
     """{key, shared_with, warning}: ``host``'s wave key, its inventory name when ``key`` is a machine id that
     other hosts of the play share (cloned boards would all fall into one wave)."""
     machine_ids = {}
+    own = _machine_id(hostvars, host)
+    key = plain(key)
+    if not (isinstance(key, str) and isinstance(own, str) and key.strip().lower() == own.strip().lower()):
+        # not keyed on the machine id (the default, the inventory name): no need to read every host's facts,
+        # which per host over a play of thousands would be quadratic
+        return rollout_wave.wave_key_for(str(host), key, {})
     for name in plain(play_hosts) or []:
-        try:
-            facts = hostvars[name].get("ansible_facts", {}) or {}
-        except (KeyError, TypeError, AttributeError):
-            continue
-        machine_id = (facts.get("jetson") or {}).get("machine_id") if isinstance(facts, dict) else None
+        machine_id = _machine_id(hostvars, name)
         if isinstance(machine_id, str):
             machine_ids[str(name)] = machine_id
-    return rollout_wave.wave_key_for(str(host), plain(key), machine_ids)
+    return rollout_wave.wave_key_for(str(host), key, machine_ids)
+
+
+def _machine_id(hostvars, name):
+    """The machine id jetson_facts read on ``name``, or None."""
+    try:
+        facts = hostvars[name].get("ansible_facts", {}) or {}
+    except (KeyError, TypeError, AttributeError):
+        return None
+    return (facts.get("jetson") or {}).get("machine_id") if isinstance(facts, dict) else None
 
 
 class FilterModule(object):

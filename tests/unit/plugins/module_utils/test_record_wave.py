@@ -141,3 +141,20 @@ def test_pull_modes_duplicate_report_is_the_same_logic():
     from ansible_collections.jetson.specdec.plugins.module_utils.record import wave as w
     assert pull_machine_id_duplicates(FLEET) == w.machine_id_duplicates(FLEET)
     assert [g["hosts"] for g in w.machine_id_duplicates(FLEET)] == [["nx-01", "nx-02"]]
+
+
+def test_a_key_that_is_not_the_machine_id_reads_no_other_hosts_facts():
+    """The default key (the inventory name) needs no scan: per host over thousands of hosts it would be quadratic."""
+    from ansible_collections.jetson.specdec.plugins.filter.record import rollout_wave_key
+
+    class Counting(dict):
+        reads = []
+
+        def __getitem__(self, name):
+            self.reads.append(name)
+            return dict.__getitem__(self, name)
+
+    hostvars = Counting((h, {"ansible_facts": {"jetson": {"machine_id": m}}}) for h, m in FLEET.items())
+    assert rollout_wave_key("nx-01", "nx-01", list(FLEET), hostvars) == {"key": "nx-01", "shared_with": [],
+                                                                         "warning": None}
+    assert hostvars.reads == ["nx-01"]
