@@ -294,7 +294,7 @@ def test_a_sound_checkout_is_left_alone_and_a_live_lock_is_not_stale(board):
 
 
 def test_only_the_newest_set_aside_checkouts_stay_and_each_removal_is_logged(board):
-    for _ in range(2):
+    while len(board.set_aside()) < 3:  # the earlier repairs' set-aside checkouts count (when they ran)
         _restore(board)
         _empty_head(board.checkout)
         rc, log, metrics, _ran = board.fire()
