@@ -14,10 +14,14 @@ description:
     the keys of O(keys) and nothing else. C(gpg --import) only adds keys, so after the signers change from key A to
     key B a commit signed by A would still verify.
   - When the keys in O(path) are not exactly those of O(keys) (a key was removed or replaced, a key was added by
-    hand, a legacy C(pubring.gpg) or a keyboxd database is there), the module imports O(keys) into a new folder
+    hand, the configured text changed with the same fingerprints (a revocation, a new expiry), a legacy C(pubring.gpg) or a keyboxd database is there), the module imports O(keys) into a new folder
     inside O(path), checks that it holds exactly their fingerprints, and swaps the keybox C(pubring.kbx) in with one
     rename; a C(git verify-commit) running at that moment sees the old or the new keys, never none.
   - O(path) must be a directory (not a symbolic link) owned by root with no access for others.
+  - Each configured key's expiry is reported (RV(keys)); a key that expires within O(expiry_warn_days) days
+    gives a warning, and an already expired key is refused (rule C(input.pull_key_expired)) with the keyring left
+    as it was, since a board whose only key has expired verifies no commit. A revoked key is installed with its
+    revocation (so commits it signed are refused) and a warning.
   - M(jetson.specdec.pull_mode) runs it after writing C(signers.asc).
 author: jetson.specdec contributors (@jetson-specdec)
 extends_documentation_fragment:
@@ -39,6 +43,10 @@ options:
     description: The gpg program.
     type: str
     default: gpg
+  expiry_warn_days:
+    description: Warn when a configured key expires within this many days (C(pull_mode_gpg_key_warn_days)).
+    type: int
+    default: 30
 """
 
 EXAMPLES = r"""
@@ -73,6 +81,13 @@ added:
   type: list
   elements: str
   sample: [3AA5C34371567BD2F1A2B3C4D5E6F708192A3B4C]
+keys:
+  description: Each configured primary key with its expiry (C(expires) UTC ISO 8601, null when it never expires).
+  returned: success
+  type: list
+  elements: dict
+  sample: [{fingerprint: 3AA5C34371567BD2F1A2B3C4D5E6F708192A3B4C, user_id: "release <release@example.org>",
+            expires: "2027-06-01T00:00:00Z", days_left: 177, revoked: false}]
 stray_files:
   description: Other key files that were in the keyring folder (removed by the rebuild).
   returned: success
@@ -81,10 +96,13 @@ stray_files:
   sample: []
 """
 
+import datetime
+import hashlib
 import os
 import shutil
 import stat
 import tempfile
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -106,6 +124,29 @@ def _listed(module, home):
     return fingerprints(out) if rc == 0 else []
 
 
+# sha256 of the configured key text the keyring was last built from.
+CONFIGURED_DIGEST = "signers.sha256"
+
+
+def key_expiry(colons, now):
+    """[{fingerprint, user_id, expires, days_left, revoked}] of the primary keys in gpg --with-colons output."""
+    keys = []
+    for line in colons.splitlines():
+        fields = line.split(":")
+        if fields[0] == "pub":
+            expires = int(fields[6]) if len(fields) > 6 and fields[6].isdigit() else None
+            keys.append({"fingerprint": None, "user_id": None, "revoked": fields[1] == "r",
+                         "expires": None if expires is None else
+                         datetime.datetime.fromtimestamp(expires, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                         "days_left": None if expires is None else int((expires - now) // 86400),
+                         "_expires": expires})
+        elif keys and fields[0] == "fpr" and keys[-1]["fingerprint"] is None and len(fields) > 9:
+            keys[-1]["fingerprint"] = fields[9].upper()
+        elif keys and fields[0] == "uid" and keys[-1]["user_id"] is None and len(fields) > 9:
+            keys[-1]["user_id"] = fields[9]
+    return keys
+
+
 def _write(path, text, mode=0o600):
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
     with os.fdopen(fd, "w") as handle:
@@ -120,6 +161,7 @@ def main():
             path=dict(type="path", required=True),
             keys=dict(type="str", required=True, no_log=False),
             gpg_bin=dict(type="str", default="gpg"),
+            expiry_warn_days=dict(type="int", default=30),
         ),
         supports_check_mode=True,
     )
@@ -145,6 +187,27 @@ def main():
         if rc != 0 or not wanted:
             module.fail_json(msg="pull_mode_gpg_public_keys holds no public key gpg can read (rc %d): %s"
                                  % (rc, err.strip()))
+        now = time.time()
+        keys = key_expiry(out, now)
+        expired = [k for k in keys if k["_expires"] is not None and k["_expires"] <= now and not k["revoked"]]
+        if expired:
+            module.fail_json(
+                msg="input.pull_key_expired: the key %s in pull_mode_gpg_public_keys expired on %s; a board verifies "
+                    "no commit it signed. Extend its expiry where the secret key is (gpg --quick-set-expire %s 1y) "
+                    "and configure the exported public key again, or sign with a new key and configure that one; "
+                    "the keyring was left as it was."
+                    % (", ".join("%s (%s)" % (k["fingerprint"], k["user_id"]) for k in expired),
+                       ", ".join(k["expires"] for k in expired), expired[0]["fingerprint"]),
+                rule="input.pull_key_expired", keys=[{n: v for n, v in k.items() if n != "_expires"} for k in keys])
+        for k in keys:
+            if k["revoked"]:
+                module.warn("the key %s (%s) in pull_mode_gpg_public_keys is revoked: commits it signed are refused; "
+                            "remove it from pull_mode_gpg_public_keys" % (k["fingerprint"], k["user_id"]))
+            elif k["days_left"] is not None and k["days_left"] < module.params["expiry_warn_days"]:
+                module.warn("the key %s (%s) in pull_mode_gpg_public_keys expires on %s (in %d days): after that "
+                            "no commit it signed verifies; extend its expiry (gpg --quick-set-expire) or rotate it"
+                            % (k["fingerprint"], k["user_id"], k["expires"], k["days_left"]))
+            k.pop("_expires")
         present = _listed(module, home)
         stray = sorted(name for name in STRAY_KEY_FILES if os.path.lexists(os.path.join(home, name)))
         conf = os.path.join(home, "common.conf")
@@ -153,8 +216,15 @@ def main():
             with open(conf) as handle:
                 conf_ok = handle.read() == COMMON_CONF
         result = dict(changed=False, fingerprints=wanted, removed=sorted(set(present) - set(wanted)),
-                      added=sorted(set(wanted) - set(present)), stray_files=stray)
-        if present == wanted and not stray and conf_ok:
+                      added=sorted(set(wanted) - set(present)), stray_files=stray, keys=keys)
+        # Same fingerprints is not the same keys: a revocation or a new expiry changes the key material only.
+        digest = hashlib.sha256(module.params["keys"].encode("utf-8")).hexdigest() + "\n"
+        marker = os.path.join(home, CONFIGURED_DIGEST)
+        digest_ok = False
+        if os.path.isfile(marker) and not os.path.islink(marker):
+            with open(marker) as handle:
+                digest_ok = handle.read() == digest
+        if present == wanted and not stray and conf_ok and digest_ok:
             module.exit_json(**result)
         result["changed"] = True
         if module.check_mode:
@@ -170,6 +240,8 @@ def main():
         # One rename: a verify-commit running now reads the old or the new keybox, never a half-written one.
         os.replace(os.path.join(build, KEYBOX), os.path.join(home, KEYBOX))
         os.replace(os.path.join(build, "common.conf"), conf)
+        _write(os.path.join(build, CONFIGURED_DIGEST), digest)
+        os.replace(os.path.join(build, CONFIGURED_DIGEST), marker)
         for name in stray:
             target = os.path.join(home, name)
             if os.path.isdir(target) and not os.path.islink(target):

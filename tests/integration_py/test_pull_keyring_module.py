@@ -9,6 +9,8 @@ adds, so the module rebuilds the keyring and swaps it in.
 import os
 import shutil
 import subprocess
+import time
+from unittest import mock
 
 import pytest
 
@@ -122,3 +124,96 @@ def test_a_link_or_an_open_folder_is_refused(keys, tmp_path):
 def test_fingerprints_reads_colon_output():
     out = "pub:u:255:22:AAAA:1:::u:::scESC:\nfpr:::::::::ABCDEF:\nsub:u:255:18:BBBB:1::::::e:\nfpr:::::::::abc123:\n"
     assert fingerprints(out) == ["ABC123", "ABCDEF"]
+
+
+# A signing key that expires or is revoked (issue 34, faults not injected yet): gpg --verify still exits 0 on a
+# signature by an expired key ("Good signature ... This key has expired"); git verify-commit, which ansible-pull
+# runs, reads gpg's status (EXPKEYSIG, REVKEYSIG) and refuses. Time is moved with gpg's --faked-system-time.
+def _faked_gpg(tmp_path, when):
+    wrapper = tmp_path / ("gpg-at-" + when.replace("!", ""))
+    wrapper.write_text("#!/bin/sh\nexec gpg --faked-system-time %s \"$@\"\n" % when)
+    wrapper.chmod(0o755)
+    return str(wrapper)
+
+
+def _signed_commit(tmp_path, signer_home, name):
+    repo = tmp_path / "repo"
+    if not repo.exists():
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    env = dict(os.environ, GNUPGHOME=str(signer_home))
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=%s@localhost" % name, "-c", "user.signingkey=%s@localhost" % name,
+           "-c", "gpg.program=gpg"]
+    subprocess.run(git + ["commit", "-q", "--allow-empty", "-S", "-m", "signed"], env=env, check=True, capture_output=True)
+    return repo
+
+
+def _verify_commit(repo, keyring, gpg_program="gpg"):
+    """git verify-commit HEAD against ``keyring`` (what ansible-pull --verify-commit runs): (ok, gpg's words)."""
+    result = subprocess.run(["git", "-C", str(repo), "-c", "gpg.program=" + gpg_program, "verify-commit", "HEAD"],
+                            env=dict(os.environ, GNUPGHOME=str(keyring)), capture_output=True, text=True, check=False)
+    return result.returncode == 0, result.stderr
+
+
+def _warnings(args):
+    seen = []
+    with mock.patch.object(pull_keyring.AnsibleModule, "warn", lambda self, text: seen.append(text)):
+        failed, result = run_module(pull_keyring.main, args)
+    return failed, result, seen
+
+
+def test_a_key_that_expires_soon_is_reported_and_its_commits_are_refused_once_it_expired(tmp_path):
+    signer, public = _key(tmp_path, "soon")  # expires in one day
+    home = _keyring(tmp_path)
+    failed, result, warned = _warnings({"path": str(home), "keys": public})
+    assert not failed and result["changed"], result
+    [entry] = result["keys"]
+    assert entry["days_left"] == 0 and entry["expires"].endswith("Z") and not entry["revoked"], entry
+    assert any("expires on %s" % entry["expires"] in w and entry["fingerprint"] in w for w in warned), warned
+    failed, result, warned = _warnings({"path": str(home), "keys": public, "expiry_warn_days": 0})
+    assert not failed and warned == [], warned
+    repo = _signed_commit(tmp_path, signer, "soon")
+    ok, words = _verify_commit(repo, home)
+    assert ok, words
+    # the board's clock two days later: the same commit, the same keyring, refused
+    later = time.strftime("%Y%m%dT%H%M%S!", time.gmtime(time.time() + 2 * 86400))
+    ok, words = _verify_commit(repo, home, _faked_gpg(tmp_path, later))
+    assert not ok and "expired" in words, words
+    subprocess.run(["gpgconf", "--homedir", str(signer), "--kill", "gpg-agent"], capture_output=True, check=False)
+
+
+def test_an_expired_key_is_refused_naming_the_rule_and_the_fix_and_the_keyring_stays(keys, tmp_path):
+    old = tmp_path / "old"
+    old.mkdir(mode=0o700)
+    env = dict(os.environ, GNUPGHOME=str(old))
+    subprocess.run(["gpg", "--batch", "--faked-system-time", "20200101T000000!", "--passphrase", "",
+                    "--quick-gen-key", "old <old@localhost>", "ed25519", "sign", "10d"], env=env, check=True, capture_output=True)
+    expired = subprocess.run(["gpg", "--batch", "--armor", "--export"], env=env, check=True, capture_output=True,
+                             text=True).stdout
+    home = _keyring(tmp_path)
+    run_module(pull_keyring.main, {"path": str(home), "keys": keys["A"][1]})
+    before = (home / "pubring.kbx").read_bytes()
+    for configured in (expired, keys["A"][1] + expired):  # alone, and next to a good key
+        failed, result = run_module(pull_keyring.main, {"path": str(home), "keys": configured})
+        assert failed and result["rule"] == "input.pull_key_expired", result
+        assert "expired on 2020-01-11" in result["msg"] and "gpg --quick-set-expire" in result["msg"], result["msg"]
+        assert (home / "pubring.kbx").read_bytes() == before
+    assert _sign_and_verify(keys["A"][0], home, tmp_path)
+
+
+def test_a_revoked_key_is_installed_with_its_revocation_and_its_commits_are_refused(tmp_path):
+    signer, public = _key(tmp_path, "revoked")
+    home = _keyring(tmp_path)
+    run_module(pull_keyring.main, {"path": str(home), "keys": public})
+    repo = _signed_commit(tmp_path, signer, "revoked")
+    assert _verify_commit(repo, home)[0]
+    env = dict(os.environ, GNUPGHOME=str(signer))
+    [cert] = list((signer / "openpgp-revocs.d").iterdir())
+    text = cert.read_text().replace(":-----BEGIN", "-----BEGIN")  # gpg guards the stored certificate with a colon
+    subprocess.run(["gpg", "--batch", "--import"], input=text, text=True, env=env, check=True, capture_output=True)
+    revoked = subprocess.run(["gpg", "--batch", "--armor", "--export"], env=env, check=True, capture_output=True,
+                             text=True).stdout
+    failed, result, warned = _warnings({"path": str(home), "keys": revoked})
+    assert not failed and result["changed"] and result["keys"][0]["revoked"], result
+    assert any("revoked" in w for w in warned), warned
+    ok, words = _verify_commit(repo, home)
+    assert not ok and "revoked" in words.lower(), words

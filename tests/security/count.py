@@ -277,7 +277,15 @@ FAULTS = [
     ("pull mode", "An unsigned commit on the branch a board follows",
      [HOSTILE_PULL_NODE, "tests/pull_mode/test_pull_mode.py::test_pull_mode_timer_rollout_and_idempotent_second_fire"]),
     ("pull mode", "The signing key replaced (A to B): A's commits no longer verify",
-     [HOSTILE_PULL_NODE, IP + "test_pull_keyring_module.py"]),
+     [HOSTILE_PULL_NODE, IP + "test_pull_keyring_module.py::test_switching_from_key_a_to_key_b_drops_a"]),
+    ("pull mode", "A git fetch cut by power loss (stale lock, empty HEAD, half-written ref, truncated objects, "
+                  "half-written file, no .git): set aside, cloned and verified again",
+     [IP + "test_pull_script_faults.py::test_a_checkout_broken_by_a_cut_is_set_aside_and_cloned_again",
+      IP + "test_pull_script_faults.py::test_a_repair_still_refuses_an_unsigned_head"]),
+    ("pull mode", "A signing key that expires or is revoked: its commits refused, an expired key not installed",
+     [IP + "test_pull_keyring_module.py::test_a_key_that_expires_soon_is_reported_and_its_commits_are_refused_once_it_expired",
+      IP + "test_pull_keyring_module.py::test_an_expired_key_is_refused_naming_the_rule_and_the_fix_and_the_keyring_stays",
+      IP + "test_pull_keyring_module.py::test_a_revoked_key_is_installed_with_its_revocation_and_its_commits_are_refused"]),
 ]
 
 
