@@ -33,6 +33,7 @@ requirements:
 """
 
 import atexit
+import time
 
 from ansible.plugins.callback import CallbackBase
 
@@ -47,7 +48,30 @@ HEADER = ("host", "family", "decision", "c1 tok/s before→after", "TPOT p50 ms 
 DONE_STATUSES = ("kept", "reverted", "refused", "off", "failed")
 
 
-def batch_lines(records, done, total):
+def progress_line(done, total, batch=None, elapsed_s=None):
+    """'12 of 300 hosts of this play done, 3 batches; about 5.2 h left at this play's pace (12 hosts in 15 min)'.
+
+    The time left is the play's own pace so far (hosts done per second of the play, batches in parallel included)
+    over the hosts left: no guess before the first host is done, none once all are."""
+    line = "  %d of %s hosts of this play done" % (done, total if total is not None else "?")
+    if batch:
+        line += ", %d batch%s" % (batch, "" if batch == 1 else "es")
+    if (isinstance(total, int) and 0 < done < total and isinstance(elapsed_s, (int, float)) and elapsed_s > 0):
+        left = elapsed_s / float(done) * (total - done)
+        line += "; about %s left at this play's pace (%d host%s in %s)" % (
+            _duration(left), done, "" if done == 1 else "s", _duration(elapsed_s))
+    return line
+
+
+def _duration(seconds):
+    if seconds < 90:
+        return "%d s" % round(seconds)
+    if seconds < 90 * 60:
+        return "%d min" % round(seconds / 60.0)
+    return "%.1f h" % (seconds / 3600.0)
+
+
+def batch_lines(records, done, total, batch=None, elapsed_s=None):
     """The verdicts of a batch that just ended, one line per host, and the play's progress."""
     out = []
     for host in sorted(records):
@@ -57,7 +81,7 @@ def batch_lines(records, done, total):
         numbers = ("c=1 %s, c=8 %s" % (fmt_pct(row.get("c1_gain")), fmt_pct(row.get("c8_change")))
                    if row.get("c1_gain") is not None else (record.get("reasons") or [""])[0])
         out.append("  %s: %s%s" % (host, decision_label(row), (" (%s)" % numbers) if numbers else ""))
-    out.append("  %d of %s hosts of this play done" % (done, total if total is not None else "?"))
+    out.append(progress_line(done, total, batch, elapsed_s))
     return out
 
 
@@ -179,6 +203,8 @@ class CallbackModule(CallbackBase):
         self._done = {}    # play name -> hosts done in it
         self._play = None
         self._play_hosts = {}
+        self._batches = {}  # play name -> batches started (Ansible starts the play again for each serial batch)
+        self._play_started = {}  # play name -> monotonic time its first batch started
         # On SIGINT the strategy raises KeyboardInterrupt and v2_playbook_on_stats never comes; an exit hook is
         # the one place left to speak (it runs as ansible-playbook exits, after "User interrupted execution").
         atexit.register(self._on_exit)
@@ -191,13 +217,21 @@ class CallbackModule(CallbackBase):
         if name != self._play and isinstance(hosts, list):
             self._play_hosts[name] = len(hosts)
         self._play = name
+        self._batches[name] = self._batches.get(name, 0) + 1
+        self._play_started.setdefault(name, self._clock())
+
+    @staticmethod
+    def _clock():
+        return time.monotonic()
 
     def _print_batch(self):
         if not self._batch:
             return
         done = self._done.get(self._play, 0)
+        started = self._play_started.get(self._play)
         self._display.banner("JETSON SPECDEC: BATCH DONE")
-        for line in batch_lines(self._batch, done, self._play_hosts.get(self._play)):
+        for line in batch_lines(self._batch, done, self._play_hosts.get(self._play), self._batches.get(self._play),
+                                None if started is None else self._clock() - started):
             self._display.display(line)
         self._batch = {}
 

@@ -203,6 +203,8 @@ def verdict_record(status, gain, c8, decision, action):
 
 def test_each_batchs_verdicts_print_when_the_next_batch_starts():
     cb = CallbackModule(display=FakeDisplay())
+    now = [1000.0]
+    cb._clock = lambda: now[0]
     hosts = ["thor-01", "thor-02", "agx-01", "nx-01"]
     cb.v2_playbook_on_play_start(FakePlay("Check every selected host", hosts + ["agx-09"]))
     cb.v2_runner_on_ok(PublishedResult("agx-09", {"status": "unchanged"}))  # converged in the check: not a verdict
@@ -210,16 +212,30 @@ def test_each_batchs_verdicts_print_when_the_next_batch_starts():
     cb.v2_playbook_on_play_start(roll)  # the canary batch
     assert cb._display.banners == []
     cb.v2_runner_on_ok(PublishedResult("thor-01", verdict_record("kept", 0.514, 0.228, "keep", "keep")))
+    now[0] += 600  # the canary took 10 minutes
     cb.v2_playbook_on_play_start(roll)  # the second batch starts: the canary's verdict first
     assert cb._display.banners == ["JETSON SPECDEC: BATCH DONE"]
-    assert cb._display.lines == ["  thor-01: keep (c=1 +51.4%, c=8 +22.8%)", "  1 of 4 hosts of this play done"]
+    # the fleet line: hosts done of the play, batches, and the time left at the play's pace (3 hosts x 10 min)
+    assert cb._display.lines == ["  thor-01: keep (c=1 +51.4%, c=8 +22.8%)",
+                                 "  1 of 4 hosts of this play done, 1 batch; about 30 min left at this play's pace "
+                                 "(1 host in 10 min)"]
     cb.v2_runner_on_ok(PublishedResult("agx-01", verdict_record("reverted", 0.55, -0.28, "revert", "revert")))
     off = {"status": "off", "reasons": ["off by policy: vllm_server_speculation is false for this host (group_vars)"]}
     cb.v2_runner_on_ok(PublishedResult("nx-01", off))
     cb.v2_runner_on_ok(PublishedResult("nx-01", {"status": "off", "reasons": ["published twice"]}))  # counted once
+    now[0] += 300
     cb.v2_playbook_on_play_start(FakePlay("Write the fleet report", hosts + ["localhost"]))
     assert cb._display.lines[2:] == ["  agx-01: revert (c=1 +55.0%, c=8 -28.0%)",
                                      "  nx-01: off by policy (off by policy: vllm_server_speculation is false for this host "
-                                     "(group_vars))", "  3 of 4 hosts of this play done"]
+                                     "(group_vars))", "  3 of 4 hosts of this play done, 2 batches; about 5 min left "
+                                     "at this play's pace (3 hosts in 15 min)"]
     cb.v2_playbook_on_play_start(FakePlay("Write the fleet report", hosts + ["localhost"]))
     assert len(cb._display.banners) == 2  # nothing new: no empty batch block
+
+
+def test_the_fleet_line_guesses_no_time_before_a_host_is_done_or_after_all_are():
+    from ansible_collections.jetson.specdec.plugins.callback.specdec_summary import progress_line
+    assert progress_line(0, 300, 1, 120.0) == "  0 of 300 hosts of this play done, 1 batch"
+    assert progress_line(300, 300, 30, 9000.0) == "  300 of 300 hosts of this play done, 30 batches"
+    assert progress_line(3, None, 2, 60.0) == "  3 of ? hosts of this play done, 2 batches"
+    assert progress_line(30, 300, 3, 1800.0).endswith("about 4.5 h left at this play's pace (30 hosts in 30 min)")  # 270 x 60 s
