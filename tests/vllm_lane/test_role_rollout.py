@@ -16,6 +16,7 @@ Order (one real vLLM starts at a time; the module's tests share the two hosts):
   5. the role with EAGLE-3 (the lane's head; facts from a Thor fixture tree): same checks;
   6. the role with a config that passes preflight but vLLM rejects: the wait task fails with
      vLLM's own message and cause rejected_speculative_config;
+  6b. rollout.yml with EAGLE-3 on the same Thor files: a verdict on real numbers (slow);
   7. rollout.yml with that config: one attempt, cause rejected_speculative_config, straight
      back to the baseline (marked slow: `make real-lane-all`);
   8. rollout.yml with k tuning on an operator's prompt file (slow);
@@ -354,6 +355,48 @@ def test_role_eagle3_on_real_vllm(hosts):
                                        "mean_acceptance_length": d["mean_acceptance_length"],
                                        "drafts": d["drafts"]}
     print(f"\n[lane] role eagle3: --speculative-config decodes to {want}; counters {d}")
+
+
+@pytest.mark.slow  # a rollout with three real vLLM starts; CI runs EAGLE-3 under the role (the test above)
+def test_rollout_decides_on_eagle3_on_real_vllm(hosts):
+    """EAGLE-3 through a rollout (issue 33 item 9): the rollout plans the lane's head on a host whose files say Thor,
+    measures baseline and candidate rounds on real vLLM, and decides with its verdict. The head's weights are
+    random (acceptance <= 0.2), so a revert is the expected answer; either answer must carry its verdict."""
+    name = hosts["names"]["revert"]
+    head = str(hosts["models"] / "eagle3-head")
+    run_id = "lane-eagle3-" + time.strftime("%Y%m%dT%H%M%S")
+    report_dir = hosts["logs"] / "reports"
+    extra = dict(BENCH, rollout_serial=[1], rollout_run_id=run_id, rollout_force=True, rollout_hosts="revert",
+                 rollout_report_dir=str(report_dir), rollout_preexisting_health_timeout=600,
+                 # the Thor fixture's files for facts and the plan (the container itself says family unknown)
+                 jetson_specdec_root=str(THOR_FIXTURE), vllm_server_facts_root=str(THOR_FIXTURE),
+                 vllm_server_speculative_method="eagle3", vllm_server_speculative_model=head,
+                 vllm_server_force_speculation=False, vllm_server_model_catalog=_eagle3_catalog(hosts["models"]),
+                 vllm_server_health_timeout=900)
+    t0 = time.monotonic()
+    rc, out = rh.ansible_playbook(hosts["inventory"], ROLLOUT, extra, log=hosts["logs"] / "rollout-eagle3.log",
+                                  timeout=ROLLOUT_TIMEOUT)
+    assert rc == 0, "\n".join(out.splitlines()[-60:])
+    state = rh.read_json(name, STATE)
+    tried = state["attempts"]
+    verdict = state["verdict"]
+    hosts["results"]["rollout:eagle3"] = {"start_s": round(time.monotonic() - t0, 1), "status": state["status"],
+                                          "decision": verdict.get("decision"),
+                                          "attempts": [(a["label"], a["result"]) for a in tried]}
+    print("\n[lane] rollout eagle3: %s (%s) after %d s; %s" % (state["status"], verdict.get("decision"),
+                                                            time.monotonic() - t0, verdict.get("reasons")))
+    assert tried and tried[0]["label"].startswith("eagle3") and tried[0]["result"] == "started", tried
+    assert state["benchmarks"]["candidate"], "no candidate round was measured"
+    assert verdict.get("decision") in ("keep", "revert", "inconclusive") and verdict.get("reasons"), verdict
+    assert state["status"] == ("kept" if verdict.get("action") == "keep" else "reverted"), state["status"]
+    argv = rh.cmdline(name, rh.main_pid(name))
+    served = rh.arg_value(argv, "--speculative-config")
+    if state["status"] == "kept":
+        assert json.loads(served)["method"] == "eagle3", argv
+    else:
+        assert served is None, argv  # the baseline serves again
+    report = (report_dir / run_id / "report.md").read_text()
+    assert "revert (" in report or "### revert" in report, report[-3000:]
 
 
 def test_role_rejected_config_fails_with_vllms_message(hosts):
