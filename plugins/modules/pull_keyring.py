@@ -14,7 +14,8 @@ description:
     the keys of O(keys) and nothing else. C(gpg --import) only adds keys, so after the signers change from key A to
     key B a commit signed by A would still verify.
   - When the keys in O(path) are not exactly those of O(keys) (a key was removed or replaced, a key was added by
-    hand, the configured text changed with the same fingerprints (a revocation, a new expiry), a legacy C(pubring.gpg) or a keyboxd database is there), the module imports O(keys) into a new folder
+    hand, the configured text changed with the same fingerprints (a revocation, a new expiry), a legacy
+    C(pubring.gpg) or a keyboxd database is there), the module imports O(keys) into a new folder
     inside O(path), checks that it holds exactly their fingerprints, and swaps the keybox C(pubring.kbx) in with one
     rename; a C(git verify-commit) running at that moment sees the old or the new keys, never none.
   - O(path) must be a directory (not a symbolic link) owned by root with no access for others.

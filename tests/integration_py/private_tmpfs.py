@@ -106,8 +106,8 @@ def run(job, env=None, timeout=300):
     proc = subprocess.run([sys.executable, os.path.abspath(__file__)], input=json.dumps(job), env=env,
                           capture_output=True, text=True, timeout=timeout, check=False)
     if proc.returncode != 0:
-        raise AssertionError("private_tmpfs job failed (rc %s):\n%s\n%s" % (proc.returncode, proc.stdout[-3000:],
-                                                                          proc.stderr[-3000:]))
+        raise AssertionError("private_tmpfs job failed (rc %s):\n%s\n%s"
+                             % (proc.returncode, proc.stdout[-3000:], proc.stderr[-3000:]))
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

@@ -294,7 +294,7 @@ def test_a_disk_that_fills_up_mid_download_fails_the_rung_naming_the_disk_and_le
                                 "module": "vllm_prefetch",
                                 "runs": [args, dict(args, fail_on_unavailable=True), dict(args, _ansible_check_mode=True)]},
                                env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
-    (failed, result), (failed_default, result_default), (_, check) = answer["runs"]
+    (failed, result), (failed_default, result_default), (dummy, check) = answer["runs"]
     entry = result["models"][0]
     # The rollout's call (fail_on_unavailable false): a definite cause, so the rung fails without a restart.
     assert not failed and (entry["status"], entry["cause"], entry["definite"]) == ("failed", "no_space", True), entry

@@ -383,8 +383,8 @@ def test_rollout_decides_on_eagle3_on_real_vllm(hosts):
     hosts["results"]["rollout:eagle3"] = {"start_s": round(time.monotonic() - t0, 1), "status": state["status"],
                                           "decision": verdict.get("decision"),
                                           "attempts": [(a["label"], a["result"]) for a in tried]}
-    print("\n[lane] rollout eagle3: %s (%s) after %d s; %s" % (state["status"], verdict.get("decision"),
-                                                            time.monotonic() - t0, verdict.get("reasons")))
+    print("\n[lane] rollout eagle3: %s (%s) after %d s; %s"
+          % (state["status"], verdict.get("decision"), time.monotonic() - t0, verdict.get("reasons")))
     assert tried and tried[0]["label"].startswith("eagle3") and tried[0]["result"] == "started", tried
     assert state["benchmarks"]["candidate"], "no candidate round was measured"
     assert verdict.get("decision") in ("keep", "revert", "inconclusive") and verdict.get("reasons"), verdict

@@ -379,11 +379,11 @@ def since_line(report):
     if not since:
         return None
     parts = ["%d host(s) changed" % len(since["changed"])]
-    if since["new"]:
-        parts.append("%d new (%s)" % (len(since["new"]), ", ".join(since["new"][:10]) + (", ..." if len(since["new"]) > 10 else "")))
-    if since["gone"]:
-        parts.append("%d not in this run (%s)" % (len(since["gone"]), ", ".join(since["gone"][:10])
-                                                   + (", ..." if len(since["gone"]) > 10 else "")))
+    for key, words in (("new", "new"), ("gone", "not in this run")):
+        hosts = since[key]
+        if hosts:
+            named = ", ".join(hosts[:10]) + (", ..." if len(hosts) > 10 else "")
+            parts.append("%d %s (%s)" % (len(hosts), words, named))
     return "Since run %s (%s): %s." % (since["run_id"], since["generated_at"], "; ".join(parts))
 
 
