@@ -21,7 +21,9 @@ description:
   - O(path) must be a directory (not a symbolic link) owned by root with no access for others.
   - Each configured key's expiry is reported (RV(keys)); a key that expires within O(expiry_warn_days) days
     gives a warning, and an already expired key is refused (rule C(input.pull_key_expired)) with the keyring left
-    as it was, since a board whose only key has expired verifies no commit. A revoked key is installed with its
+    as it was, since a board whose only key has expired verifies no commit. Signing subkeys count the same way -
+    a key whose signing subkeys expire before the key itself is warned about by that date, and a key none of
+    whose signing components is still valid is refused. A revoked key is installed with its
     revocation (so commits it signed are refused) and a warning.
   - M(jetson.specdec.pull_mode) runs it after writing C(signers.asc).
 author: jetson.specdec contributors (@jetson-specdec)
@@ -83,12 +85,16 @@ added:
   elements: str
   sample: [3AA5C34371567BD2F1A2B3C4D5E6F708192A3B4C]
 keys:
-  description: Each configured primary key with its expiry (C(expires) UTC ISO 8601, null when it never expires).
+  description:
+    - Each configured primary key with its expiry (C(expires) UTC ISO 8601, null when it never expires).
+    - C(signing_subkeys) lists its subkeys that may sign; C(signing_expires) and C(signing_days_left) say when the
+      last component that may sign (the key itself or a subkey) expires, which may be before the key itself.
   returned: success
   type: list
   elements: dict
   sample: [{fingerprint: 3AA5C34371567BD2F1A2B3C4D5E6F708192A3B4C, user_id: "release <release@example.org>",
-            expires: "2027-06-01T00:00:00Z", days_left: 177, revoked: false}]
+            expires: "2027-06-01T00:00:00Z", days_left: 177, revoked: false, signing_subkeys: [],
+            signing_expires: "2027-06-01T00:00:00Z", signing_days_left: 177}]
 stray_files:
   description: Other key files that were in the keyring folder (removed by the rebuild).
   returned: success
@@ -129,23 +135,105 @@ def _listed(module, home):
 CONFIGURED_DIGEST = "signers.sha256"
 
 
+def _iso(stamp):
+    return None if stamp is None else \
+        datetime.datetime.fromtimestamp(stamp, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _days_left(stamp, now):
+    return None if stamp is None else int((stamp - now) // 86400)
+
+
+def _component(fields, now):
+    """A primary key or subkey line of gpg --with-colons: its expiry, revocation and whether it may sign."""
+    expires = int(fields[6]) if len(fields) > 6 and fields[6].isdigit() else None
+    # Field 12: the component's own capabilities in lower case (a primary key lists the whole key's in upper case).
+    return {"fingerprint": None, "revoked": fields[1] == "r", "expires": _iso(expires),
+            "days_left": _days_left(expires, now), "_expires": expires,
+            "_signs": len(fields) > 11 and "s" in fields[11]}
+
+
+def _signing_until(key):
+    """The newest expiry among the key's components that may sign and are not revoked (None: one never
+    expires; 0: nothing may sign). A commit signed after that verifies with no component of this key."""
+    stamps = [c["_expires"] for c in [key] + key["_subkeys"] if c["_signs"] and not c["revoked"]]
+    if not stamps:
+        return 0
+    return None if None in stamps else max(stamps)
+
+
 def key_expiry(colons, now):
-    """[{fingerprint, user_id, expires, days_left, revoked}] of the primary keys in gpg --with-colons output."""
+    """[{fingerprint, user_id, expires, days_left, revoked, signing_subkeys, signing_expires, signing_days_left}]
+    of the primary keys in gpg --with-colons output.
+
+    A signing subkey may expire before its primary key (a common rotation habit: a long-lived certification key,
+    yearly signing subkeys); what a board can verify ends with the last signing component, so that is what is
+    reported, warned about and refused."""
     keys = []
+    current = None
     for line in colons.splitlines():
         fields = line.split(":")
         if fields[0] == "pub":
-            expires = int(fields[6]) if len(fields) > 6 and fields[6].isdigit() else None
-            keys.append({"fingerprint": None, "user_id": None, "revoked": fields[1] == "r",
-                         "expires": None if expires is None else
-                         datetime.datetime.fromtimestamp(expires, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                         "days_left": None if expires is None else int((expires - now) // 86400),
-                         "_expires": expires})
-        elif keys and fields[0] == "fpr" and keys[-1]["fingerprint"] is None and len(fields) > 9:
-            keys[-1]["fingerprint"] = fields[9].upper()
+            current = dict(_component(fields, now), user_id=None, _subkeys=[])
+            keys.append(current)
+        elif fields[0] == "sub" and keys:
+            current = _component(fields, now)
+            keys[-1]["_subkeys"].append(current)
+        elif current is not None and fields[0] == "fpr" and current["fingerprint"] is None and len(fields) > 9:
+            current["fingerprint"] = fields[9].upper()
         elif keys and fields[0] == "uid" and keys[-1]["user_id"] is None and len(fields) > 9:
             keys[-1]["user_id"] = fields[9]
+    for key in keys:
+        until = _signing_until(key)
+        key["_signing"] = until
+        key["signing_expires"] = _iso(until) if until else None
+        key["signing_days_left"] = _days_left(until, now) if until else (None if until is None else 0)
+        key["signing_subkeys"] = [{n: sub[n] for n in ("fingerprint", "expires", "days_left", "revoked")}
+                                  for sub in key["_subkeys"] if sub["_signs"]]
     return keys
+
+
+def public_view(key):
+    """A key entry as the module returns it (no private working fields)."""
+    return {n: v for n, v in key.items() if not n.startswith("_")}
+
+
+def _expired_text(key, now):
+    """Why a configured key signs nothing a board verifies, or None."""
+    if key["revoked"]:
+        return None  # installed with its revocation and warned about
+    if key["_expires"] is not None and key["_expires"] <= now:
+        return "the key %s (%s) expired on %s" % (key["fingerprint"], key["user_id"], key["expires"])
+    if key["_signing"] == 0:
+        return "the key %s (%s) has no signing subkey that is not revoked" % (key["fingerprint"], key["user_id"])
+    if key["_signing"] is not None and key["_signing"] <= now:
+        subs = [s for s in key["_subkeys"] if s["_signs"] and not s["revoked"]]
+        return "the signing subkey%s %s of the key %s (%s) expired on %s" % (
+            "" if len(subs) == 1 else "s", ", ".join(s["fingerprint"] for s in subs), key["fingerprint"],
+            key["user_id"], ", ".join(s["expires"] for s in subs))
+    return None
+
+
+def _expiry_warning(key, warn_days):
+    """The warning for a key (or its signing subkeys) that stops verifying within ``warn_days``, or None."""
+    if key["revoked"]:
+        return ("the key %s (%s) in pull_mode_gpg_public_keys is revoked: commits it signed are refused; "
+                "remove it from pull_mode_gpg_public_keys" % (key["fingerprint"], key["user_id"]))
+    if key["days_left"] is not None and key["days_left"] < warn_days:
+        return ("the key %s (%s) in pull_mode_gpg_public_keys expires on %s (in %d days): after that no commit it "
+                "signed verifies; extend its expiry (gpg --quick-set-expire) or rotate it"
+                % (key["fingerprint"], key["user_id"], key["expires"], key["days_left"]))
+    if key["signing_days_left"] is not None and key["signing_days_left"] < warn_days:
+        subs = [s for s in key["signing_subkeys"] if not s["revoked"]]
+        newest = max(subs, key=lambda s: s["expires"])
+        return ("the signing subkey %s of the key %s (%s) in pull_mode_gpg_public_keys expires on %s (in %d days), "
+                "before the key itself (%s): after that no commit signed with it verifies; extend it where the "
+                "secret key is (gpg --quick-set-expire %s 1y %s) or add a new signing subkey (gpg --quick-add-key "
+                "%s ed25519 sign 1y), and configure the exported public key again"
+                % (newest["fingerprint"], key["fingerprint"], key["user_id"], newest["expires"],
+                   key["signing_days_left"], key["expires"] or "never expires", key["fingerprint"],
+                   newest["fingerprint"], key["fingerprint"]))
+    return None
 
 
 def _write(path, text, mode=0o600):
@@ -190,25 +278,21 @@ def main():
                                  % (rc, err.strip()))
         now = time.time()
         keys = key_expiry(out, now)
-        expired = [k for k in keys if k["_expires"] is not None and k["_expires"] <= now and not k["revoked"]]
+        expired = [text for text in (_expired_text(k, now) for k in keys) if text]
         if expired:
+            first = next(k for k in keys if _expired_text(k, now))
             module.fail_json(
-                msg="input.pull_key_expired: the key %s in pull_mode_gpg_public_keys expired on %s; a board verifies "
-                    "no commit it signed. Extend its expiry where the secret key is (gpg --quick-set-expire %s 1y) "
-                    "and configure the exported public key again, or sign with a new key and configure that one; "
-                    "the keyring was left as it was."
-                    % (", ".join("%s (%s)" % (k["fingerprint"], k["user_id"]) for k in expired),
-                       ", ".join(k["expires"] for k in expired), expired[0]["fingerprint"]),
-                rule="input.pull_key_expired", keys=[{n: v for n, v in k.items() if n != "_expires"} for k in keys])
+                msg="input.pull_key_expired: %s; a board verifies no commit signed with it. Extend its expiry where "
+                    "the secret key is (gpg --quick-set-expire %s 1y, with the subkey's fingerprint after 1y for a "
+                    "subkey) or add a new signing subkey (gpg --quick-add-key %s ed25519 sign 1y), and configure the "
+                    "exported public key again, or sign with a new key and configure that one; the keyring was left "
+                    "as it was." % ("; ".join(expired), first["fingerprint"], first["fingerprint"]),
+                rule="input.pull_key_expired", keys=[public_view(k) for k in keys])
         for k in keys:
-            if k["revoked"]:
-                module.warn("the key %s (%s) in pull_mode_gpg_public_keys is revoked: commits it signed are refused; "
-                            "remove it from pull_mode_gpg_public_keys" % (k["fingerprint"], k["user_id"]))
-            elif k["days_left"] is not None and k["days_left"] < module.params["expiry_warn_days"]:
-                module.warn("the key %s (%s) in pull_mode_gpg_public_keys expires on %s (in %d days): after that "
-                            "no commit it signed verifies; extend its expiry (gpg --quick-set-expire) or rotate it"
-                            % (k["fingerprint"], k["user_id"], k["expires"], k["days_left"]))
-            k.pop("_expires")
+            warning = _expiry_warning(k, module.params["expiry_warn_days"])
+            if warning:
+                module.warn(warning)
+        keys = [public_view(k) for k in keys]
         present = _listed(module, home)
         stray = sorted(name for name in STRAY_KEY_FILES if os.path.lexists(os.path.join(home, name)))
         conf = os.path.join(home, "common.conf")

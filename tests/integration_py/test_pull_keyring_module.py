@@ -217,3 +217,74 @@ def test_a_revoked_key_is_installed_with_its_revocation_and_its_commits_are_refu
     assert any("revoked" in w for w in warned), warned
     ok, words = _verify_commit(repo, home)
     assert not ok and "revoked" in words.lower(), words
+
+
+# A long-lived certification key with a short-lived signing subkey (issue 34, left from the first round): the
+# primary key's own expiry says nothing about when signed commits stop verifying.
+def _cert_key_with_signing_subkey(tmp_path, name, sub_expiry, when=None):
+    home = tmp_path / ("signer-" + name)
+    home.mkdir(mode=0o700)
+    env = dict(os.environ, GNUPGHOME=str(home))
+    faked = ["--faked-system-time", when] if when else []
+    subprocess.run(["gpg", "--batch"] + faked + ["--passphrase", "", "--quick-gen-key", "%s <%s@localhost>" % (name, name),
+                    "ed25519", "cert", "10y"], env=env, check=True, capture_output=True)
+    listed = subprocess.run(["gpg", "--batch", "--with-colons", "--list-keys"], env=env, check=True, capture_output=True,
+                            text=True).stdout
+    primary = fingerprints(listed)[0]
+    subprocess.run(["gpg", "--batch"] + faked + ["--passphrase", "", "--quick-add-key", primary, "ed25519", "sign",
+                    sub_expiry], env=env, check=True, capture_output=True)
+    public = subprocess.run(["gpg", "--batch", "--armor", "--export"], env=env, check=True, capture_output=True,
+                            text=True).stdout
+    return home, public, primary
+
+
+def test_a_signing_subkey_that_expires_before_its_key_is_warned_about_and_its_commits_refused_after(tmp_path):
+    signer, public, primary = _cert_key_with_signing_subkey(tmp_path, "subsoon", "1d")
+    home = _keyring(tmp_path)
+    failed, result, warned = _warnings({"path": str(home), "keys": public})
+    assert not failed and result["changed"], result
+    [entry] = result["keys"]
+    [sub] = entry["signing_subkeys"]
+    # the key itself has ten years; what verifies ends with the subkey tomorrow
+    assert entry["days_left"] > 3000 and entry["signing_days_left"] == 0, entry
+    assert entry["signing_expires"] == sub["expires"] and sub["fingerprint"] != primary, entry
+    [warning] = warned
+    assert "signing subkey %s of the key %s" % (sub["fingerprint"], primary) in warning, warning
+    assert "gpg --quick-set-expire %s 1y %s" % (primary, sub["fingerprint"]) in warning, warning
+    assert "gpg --quick-add-key %s ed25519 sign 1y" % primary in warning, warning
+    repo = _signed_commit(tmp_path, signer, "subsoon")
+    ok, words = _verify_commit(repo, home)
+    assert ok, words
+    later = time.strftime("%Y%m%dT%H%M%S!", time.gmtime(time.time() + 2 * 86400))
+    ok, words = _verify_commit(repo, home, _faked_gpg(tmp_path, later))
+    assert not ok and "expired" in words, words
+    subprocess.run(["gpgconf", "--homedir", str(signer), "--kill", "gpg-agent"], capture_output=True, check=False)
+
+
+def test_a_key_whose_only_signing_subkey_expired_is_refused_and_the_keyring_stays(keys, tmp_path):
+    signer, public, primary = _cert_key_with_signing_subkey(tmp_path, "subold", "10d", when="20200101T000000!")
+    home = _keyring(tmp_path)
+    run_module(pull_keyring.main, {"path": str(home), "keys": keys["A"][1]})
+    before = (home / "pubring.kbx").read_bytes()
+    for configured in (public, keys["A"][1] + public):  # alone, and next to a good key
+        failed, result = run_module(pull_keyring.main, {"path": str(home), "keys": configured})
+        assert failed and result["rule"] == "input.pull_key_expired", result
+        assert "signing subkey" in result["msg"] and "of the key %s" % primary in result["msg"], result["msg"]
+        assert "expired on 2020-01-11" in result["msg"] and "gpg --quick-add-key %s" % primary in result["msg"], result["msg"]
+        assert (home / "pubring.kbx").read_bytes() == before
+    assert _sign_and_verify(keys["A"][0], home, tmp_path)
+    subprocess.run(["gpgconf", "--homedir", str(signer), "--kill", "gpg-agent"], capture_output=True, check=False)
+
+
+def test_a_renewed_signing_subkey_counts_not_the_expired_one_beside_it(tmp_path):
+    signer, public, primary = _cert_key_with_signing_subkey(tmp_path, "rotated", "1d")
+    env = dict(os.environ, GNUPGHOME=str(signer))
+    subprocess.run(["gpg", "--batch", "--passphrase", "", "--quick-add-key", primary, "ed25519", "sign", "2y"],
+                   env=env, check=True, capture_output=True)
+    public = subprocess.run(["gpg", "--batch", "--armor", "--export"], env=env, check=True, capture_output=True,
+                            text=True).stdout
+    failed, result, warned = _warnings({"path": str(_keyring(tmp_path)), "keys": public})
+    assert not failed and warned == [], (result, warned)
+    [entry] = result["keys"]
+    assert len(entry["signing_subkeys"]) == 2 and entry["signing_days_left"] >= 700, entry
+    subprocess.run(["gpgconf", "--homedir", str(signer), "--kill", "gpg-agent"], capture_output=True, check=False)

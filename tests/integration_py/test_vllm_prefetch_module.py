@@ -257,6 +257,10 @@ def _run_as_nobody(base):
     written = [os.path.join(root, name) for root, dirs, files in os.walk(os.path.join(hf_home, "hub"))
                for name in dirs + files]
     assert written and all(os.lstat(path).st_uid == nobody.pw_uid for path in written), written
+    # the snapshot the simulated Hub wrote counts as cached: a converged board runs no CLI (molecule idempotence)
+    failed, again = prefetch(hf_home, [model], "http://127.0.0.1:1", user="nobody", cli=os.path.join(sim, "bin", "hf"),
+                             environment={"JETSON_SIM_PROFILE": profile})
+    assert not failed and again["models"][0]["status"] == "cached" and not again["changed"], again
 
 
 def test_without_a_cli_the_model_is_left_to_vllm(mirror, hf_home, tmp_path):

@@ -286,6 +286,10 @@ FAULTS = [
      [IP + "test_pull_keyring_module.py::test_a_key_that_expires_soon_is_reported_and_its_commits_are_refused_once_it_expired",
       IP + "test_pull_keyring_module.py::test_an_expired_key_is_refused_naming_the_rule_and_the_fix_and_the_keyring_stays",
       IP + "test_pull_keyring_module.py::test_a_revoked_key_is_installed_with_its_revocation_and_its_commits_are_refused"]),
+    ("pull mode", "A signing subkey that expires before its key: warned about by its own date, its commits refused "
+                  "after it, a key with no valid signing subkey not installed",
+     [IP + "test_pull_keyring_module.py::test_a_signing_subkey_that_expires_before_its_key_is_warned_about_and_its_commits_refused_after",
+      IP + "test_pull_keyring_module.py::test_a_key_whose_only_signing_subkey_expired_is_refused_and_the_keyring_stays"]),
 ]
 
 

@@ -32,6 +32,11 @@ def test_a_known_model_lands_in_the_cache_layout_with_files_the_memory_check_rea
     head = load_profile(path).models[EAGLE_HEAD]
     index = json.loads((repo / "snapshots" / commit / "model.safetensors.index.json").read_text())
     assert index["metadata"]["total_size"] == head.weight_bytes
+    # every shard the index names is there (the collection's prefetch counts the snapshot as cached only then)
+    for shard in set(index["weight_map"].values()):
+        data = (repo / "snapshots" / commit / shard).read_bytes()
+        size = int.from_bytes(data[:8], "little")
+        assert len(data) == 8 + size and json.loads(data[8:]).get("__metadata__")
     config = json.loads((repo / "snapshots" / commit / "config.json").read_text())
     assert 2 * config["num_hidden_layers"] * config["num_key_value_heads"] * config["head_dim"] * 2 == head.kv_bytes_per_token
     # cached: the same path at once, also offline

@@ -48,9 +48,21 @@ def cached(root, repo):
 
 def _write(path, text):
     tmp = path + ".incomplete"
-    with open(tmp, "w") as handle:
-        handle.write(text)
+    with open(tmp, "wb") as handle:
+        handle.write(text if isinstance(text, bytes) else text.encode("utf-8"))
     os.rename(tmp, path)
+
+
+# A real index names every shard in its weight_map, and the collection counts a snapshot as cached only with
+# each of them present. The one shard here is a valid safetensors file without tensors (8-byte header length,
+# then the header): the weights' size is the index's total_size, read from the profile.
+_SHARD = "model-00001-of-00001.safetensors"
+
+
+def _empty_safetensors():
+    header = json.dumps({"__metadata__": {"_simulated": "jetson-sim hub: no weights"}}).encode("utf-8")
+    header += b" " * (-len(header) % 8)
+    return len(header).to_bytes(8, "little") + header
 
 
 def fetch(profile, repo, faults, root=None):
@@ -87,8 +99,9 @@ def fetch(profile, repo, faults, root=None):
               "head_dim": max(1, model.kv_bytes_per_token // 4), "torch_dtype": "bfloat16",
               "_simulated": "jetson-sim hub: no weights"}
     _write(os.path.join(snapshot, "config.json"), json.dumps(config))
+    _write(os.path.join(snapshot, _SHARD), _empty_safetensors())
     _write(os.path.join(snapshot, "model.safetensors.index.json"),
-           json.dumps({"metadata": {"total_size": model.weight_bytes}, "weight_map": {}}))
+           json.dumps({"metadata": {"total_size": model.weight_bytes}, "weight_map": {"lm_head.weight": _SHARD}}))
     _write(os.path.join(base, "refs", "main"), commit)
     return snapshot
 
