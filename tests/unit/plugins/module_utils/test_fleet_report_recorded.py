@@ -239,3 +239,13 @@ def test_what_changed_since_the_last_run_per_host_and_the_hosts_new_and_gone():
     # no earlier report, or an unreadable one: nothing to say, and nothing breaks
     assert build()["since"] is None and fr.build_report(RECORDS, "r", "t", previous={"hosts": "x"})["since"] is None
     assert "Since run" not in fr.render_markdown(build())
+
+
+def test_no_simulator_artefact_reaches_the_page_a_manager_reads():
+    """Issue 33 ("no simulator artefacts in the showcase"): the stand-in's nvpmodel error and a prefetch
+    'in 0.0 s' were in the recorded fleet; the pages rendered from it at 8 and 300 hosts carry neither."""
+    for records in (RECORDS, scale.fleet(300)):
+        report = build(records)
+        page = render_html(report) + fr.render_markdown(report)
+        for artefact in ("NVPM ERROR", "nvpmodel.conf", "in 0.0 s"):
+            assert artefact not in page, artefact
