@@ -99,6 +99,26 @@ options:
         holds as long as the role calls O(state=refresh) between steps.
     type: list
     elements: int
+  keeper:
+    description:
+      - With O(state=lock), keep the lock alive from the controller while its C(ansible-playbook) runs (the
+        collection's action plugin for this module does it; the module itself ignores the option). A process
+        forked from the task's worker stamps C(<lock>.alive) every sixth of C(liveness) seconds over the task's
+        connection while the lock carries this run's token, and stops when that C(ansible-playbook) ends or the
+        lock is no longer the run's. A lock so stamped is stale after C(liveness) seconds without a stamp or a
+        heartbeat, whatever O(lock_timeout) says - a dead controller's lock is taken over within minutes, a live
+        one never ages in a long step or while its host waits for the others of its batch.
+      - Only connections that run each command in a process of their own (ssh, local, docker, podman, lxc, lxd,
+        chroot, buildah) can be shared with the keeper; with others the lock is judged by O(lock_timeout) and
+        RV(keeper) says why.
+    type: dict
+    suboptions:
+      liveness:
+        description: Seconds without a stamp after which the lock is stale (0 - no keeper; otherwise at least 10).
+        type: int
+      lifetime:
+        description: Seconds after which the keeper stops in any case (default two days).
+        type: int
   break_lock:
     description:
       - With O(state=lock), take the lock over whoever holds it (the lock of an interrupted run the operator
@@ -296,6 +316,13 @@ lock:
       host; C(boot_id) and C(uptime) the board's boot and seconds since it at the last heartbeat.
   returned: with O(state=lock), O(state=refresh) or O(state=unlock)
   type: dict
+keeper:
+  description:
+    - The lock's keeper (O(keeper)) - C(started), C(pid) (the keeper process on the controller), C(liveness),
+      C(interval), C(lock_path); or C(started=false) and C(why).
+  returned: with O(state=lock) and O(keeper), outside check mode
+  type: dict
+  sample: {started: true, pid: 41235, liveness: 120, interval: 20, lock_path: /var/lib/jetson-specdec/rollout.lock}
 broken:
   description: The lock O(break_lock) removed (its holder), or null when there was none.
   returned: with O(state=lock) and O(break_lock=true)
@@ -443,6 +470,8 @@ def main():
             take_over_reason=dict(type="str"),
             lock_timeout=dict(type="int"),
             lock_steps=dict(type="list", elements="int"),
+            # used by the action plugin (plugins/action/rollout_state.py), which forks the keeper
+            keeper=dict(type="dict", options=dict(liveness=dict(type="int"), lifetime=dict(type="int"))),
             force=dict(type="bool", default=False),
             break_lock=dict(type="bool", default=False),
             config=dict(type="dict"),

@@ -18,22 +18,26 @@ import time
 
 import pytest
 
-from harness import assert_serving, assert_state, board, recap
+from harness import LOCK, assert_serving, assert_state, board, recap
 
 PREFIX = "specdec-fk-"
 # vLLM takes a few wall seconds to start here (as it takes minutes on a board), so a start is
 # seen waiting: without it the simulator serves before the first look and no progress line is due.
 BOARDS = [board("fk-agx", "agx-01", faults={"startup_delay_s": 4})]
 HOST = "fk-agx"
+ALIVE = LOCK + ".alive"
 
 
 @pytest.fixture(scope="module")
 def fleet(make_fleet):
     fleet = make_fleet(PREFIX, BOARDS)
-    proc = fleet.start("playbooks/rollout.yml", rollout_run_id="killed")
+    # the keeper stamps the lock every 2 s (a sixth of the liveness) while this ansible-playbook runs
+    proc = fleet.start("playbooks/rollout.yml", rollout_run_id="killed", rollout_lock_liveness=12)
     deadline = time.time() + 600
+    fleet.alive_stamps = []
     try:
         while time.time() < deadline:
+            fleet.alive_stamps.append(alive_stamp(fleet))
             state = fleet.state(HOST)
             if state and state["status"] == "pending" and "--speculative-config" in fleet.trial(HOST):
                 break
@@ -47,6 +51,8 @@ def fleet(make_fleet):
     finally:
         if proc.poll() is None:
             fleet.kill(proc)
+    time.sleep(1.5)  # the keeper looks for its controller every second
+    fleet.stamp_after_exit = alive_stamp(fleet)
     log = sorted(f for f in os.listdir(fleet.workdir) if f.startswith("started-"))[-1]
     with open(os.path.join(fleet.workdir, log)) as handle:
         fleet.interrupted_output = handle.read()
@@ -56,6 +62,37 @@ def fleet(make_fleet):
 
 def lock_content(fleet):
     return json.loads(fleet.sh(HOST, "cat /var/lib/jetson-specdec/rollout.lock").stdout)
+
+
+def alive_stamp(fleet):
+    """The controller's keeper stamp next to the lock, or None."""
+    out = fleet.sh(HOST, "cat %s 2>/dev/null" % ALIVE).stdout
+    return json.loads(out) if out.strip() else None
+
+
+def board_clock(fleet):
+    boot, uptime = fleet.sh(HOST, "cat /proc/sys/kernel/random/boot_id; cut -d' ' -f1 /proc/uptime", check=True).stdout.split()
+    return boot, float(uptime)
+
+
+def write_stamp(fleet, token, age, liveness):
+    """A keeper stamp of ``token`` made ``age`` seconds ago on the board's clock."""
+    boot, uptime = board_clock(fleet)
+    stamp = {"token": token, "boot_id": boot, "uptime": uptime - age, "refreshed_at": "2030-01-01T00:00:00Z",
+             "liveness": liveness}
+    fleet.sh(HOST, "cat > %s <<'EOF'\n%s\nEOF" % (ALIVE, json.dumps(stamp)), check=True)
+
+
+def test_the_keeper_stamped_the_lock_while_the_run_ran_and_stopped_with_it(fleet):
+    token = lock_content(fleet)["token"]
+    stamps = [s for s in fleet.alive_stamps if s]
+    assert stamps and all(s["token"] == token and s["liveness"] == 12 for s in stamps), stamps[-3:]
+    # it beat all along (every 2 s), not only between the run's steps
+    assert len(set(s["uptime"] for s in stamps)) >= 3, stamps
+    # and stopped with its controller: the stamp no longer moves
+    after = fleet.stamp_after_exit
+    time.sleep(5)
+    assert alive_stamp(fleet) == after, "the keeper outlived the interrupted ansible-playbook"
 
 
 def test_interrupted_run_prints_each_hosts_state_and_leaves_a_pending_host_and_its_lock(fleet):
@@ -101,13 +138,17 @@ def test_rerun_refuses_a_fresh_lock_of_another_controller(fleet):
     foreign = dict(json.loads(original))
     foreign["controller_id"] = dict(foreign["controller_id"], host="another-controller")
     fleet.sh(HOST, "cat > /var/lib/jetson-specdec/rollout.lock <<'EOF'\n%s\nEOF" % json.dumps(foreign), check=True)
+    # that controller's keeper beats (a live run): its stamp is fresh for the whole re-run
+    write_stamp(fleet, foreign["token"], 0, 600)
     try:
         rc, out, dummy = fleet.run("playbooks/rollout.yml", rollout_run_id="blocked")
     finally:
         fleet.sh(HOST, "cat > /var/lib/jetson-specdec/rollout.lock <<'EOF'\n%s\nEOF" % original.strip(), check=True)
+        fleet.sh(HOST, "rm -f %s" % ALIVE, check=True)
     assert rc != 0
     assert recap(out)[HOST]["failed"] == 1
     assert "rollout_break_lock=true" in out
+    assert "its controller's keeper stamps the lock" in " ".join(out.split()), out[-3000:]
     assert fleet.state(HOST)["status"] == "pending"
     assert fleet.unit(HOST) == unit
     assert fleet.lock_held(HOST)
@@ -175,3 +216,28 @@ def test_deploy_respects_the_reverted_verdict_unless_forced(fleet):
     rc, out, dummy = fleet.run("playbooks/deploy.yml", "--limit", HOST, deploy_force=True)
     assert rc == 0, out[-4000:]
     assert fleet.speculative(HOST)
+
+
+def test_a_dead_foreign_controllers_lock_is_taken_over_once_its_keeper_stopped_for_its_liveness(fleet):
+    """Issue 30 item 3: another controller's run died (its keeper with it). While its keeper's stamp is fresh
+    the lock is refused (the watch's revert takes the lock as a rollout does: rollout_revert_break_lock=false);
+    once the stamp is older than its liveness, the lock is taken over - minutes, not the hour of its steps."""
+    boot, uptime = board_clock(fleet)
+    # its last heartbeat between steps 5 minutes ago, well within the 3,900 s its steps declare
+    dead = {"owner": "nightly-2", "controller": "another-controller", "token": "8" * 32,
+            "started_at": "2026-01-01T00:00:00Z", "refreshed_at": "2026-01-01T00:00:00Z", "timeout": 3900,
+            "boot_id": boot, "uptime": uptime - 300,
+            "controller_id": {"host": "another-controller", "boot_id": "x", "pid": 4242, "start": 1}}
+    fleet.sh(HOST, "cat > %s <<'EOF'\n%s\nEOF" % (LOCK, json.dumps(dead)), check=True)
+    write_stamp(fleet, dead["token"], 10, 60)
+    rc, out, dummy = fleet.run("playbooks/revert.yml", "--limit", HOST, rollout_revert_break_lock=False)
+    assert rc != 0 and "stale after 60 s: its controller's keeper stamps the lock" in " ".join(out.split()), out[-3000:]
+    assert lock_content(fleet)["token"] == dead["token"]
+    write_stamp(fleet, dead["token"], 90, 60)  # its keeper's last beat 90 s ago
+    rc, out, dummy = fleet.run("playbooks/revert.yml", "--limit", HOST, rollout_revert_break_lock=False)
+    assert rc == 0, out[-4000:]
+    flat = " ".join(out.split())  # a warning may be wrapped to the terminal's width
+    assert re.search(r"Took over a stale rollout lock .*'nightly-2'.* > 60 s \(its controller's keeper stopped", flat), \
+        out[-3000:]
+    assert_state(fleet, HOST, "reverted")
+    assert not fleet.lock_held(HOST) and alive_stamp(fleet) is None

@@ -191,6 +191,13 @@ FAULTS = [
       RO + "test_interrupt.py::test_rerun_takes_over_the_lock_of_this_controllers_ended_run_and_resolves_the_host",
       IP + "test_record_holder_processes.py::test_a_dead_process_of_this_controller_is_gone",
       MU + "test_record_holder.py::test_a_reused_pid_is_gone_too"]),
+    ("lock", "Another controller's run dying (its keeper with it): its lock taken over after the keeper's liveness "
+             "(minutes), never while the keeper stamps it",
+     [MU + "test_rollout_lock_keeper.py::test_a_stamped_lock_whose_keeper_stopped_is_taken_over_after_the_liveness_not_the_step",
+      MU + "test_rollout_lock_keeper.py::test_a_live_keeper_keeps_a_lock_whose_steps_are_long_from_ever_aging",
+      IP + "test_lock_keeper_process.py::test_a_forked_keeper_beats_detached_and_stops_with_its_controller",
+      RO + "test_interrupt.py::test_the_keeper_stamped_the_lock_while_the_run_ran_and_stopped_with_it",
+      RO + "test_interrupt.py::test_a_dead_foreign_controllers_lock_is_taken_over_once_its_keeper_stopped_for_its_liveness"]),
     ("lock", "The board's wall clock stepping (a year either way)",
      [MU + "test_rollout_lock.py::test_a_wall_clock_step_neither_freezes_nor_ages_a_lock_in_the_same_boot"]),
     ("lock", "The board rebooting between the candidate's start and the verdict",

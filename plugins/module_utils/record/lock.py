@@ -25,6 +25,16 @@ name, boot id, the pid and start time of its ``ansible-playbook``).  A run on
 the same controller that finds that process gone takes the lock over at once
 (``take_over_token``): the controller judges that, since only it can see its
 own processes (holder.py).
+
+A run of another controller cannot be judged that way, and its steps (a
+benchmark level, a restart) and the hosts that wait in lockstep for the others
+of their batch leave long gaps between its refreshes.  So the controller keeps
+each lock it took alive from outside the task flow: a keeper process
+(plugin_utils/lock_keeper.py) stamps ``<lock>.alive`` every few seconds while
+its ``ansible-playbook`` runs, and stops with it.  A lock whose keeper stamps
+is judged by the keeper's ``liveness`` (two minutes by default), not by the
+longest step: a dead controller's lock is taken over within minutes, a live
+one's never ages.  A stamp counts only with the token of the lock it keeps.
 """
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -54,6 +64,12 @@ DEFAULT_TIMEOUT = 3600
 # reach the next heartbeat task.
 STEP_FACTOR = 2
 STEP_SLACK = 300
+
+# The keeper's stamp next to the lock, and the shortest liveness it may declare (a beat every interval, a
+# liveness of at least a few intervals: roles/rollout's rollout_lock_liveness).
+ALIVE_SUFFIX = ".alive"
+MIN_LIVENESS = 10
+ALIVE_MAX_BYTES = 4096
 
 # Test hook: called after a stale lock was judged stale and before it is
 # replaced.  Tests widen this window to prove the guard closes the race.
@@ -156,6 +172,55 @@ def read_holder(path):
     return data if isinstance(data, dict) else {}
 
 
+def alive_path(path):
+    return path + ALIVE_SUFFIX
+
+
+def read_alive(path, token):
+    """The keeper's stamp for the lock with ``token`` ({token, boot_id, uptime, refreshed_at, liveness}), or
+    None: no stamp, another token's, unreadable or malformed (then the lock's own rule applies, the
+    conservative one)."""
+    if not token:
+        return None
+    try:
+        fd = os.open(alive_path(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        raw = handle.read(ALIVE_MAX_BYTES)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if not isinstance(data, dict) or data.get("token") != token:
+        return None
+    liveness = data.get("liveness")
+    if not isinstance(liveness, int) or isinstance(liveness, bool) or liveness < MIN_LIVENESS:
+        return None
+    return data
+
+
+def _remove_alive(path):
+    """A new holder or none: the last holder's keeper stamp goes (its token would not count anyway)."""
+    try:
+        os.unlink(alive_path(path))
+    except OSError as exc:
+        if exc.errno != errno.ENOENT:
+            raise StateError(describe_os_error("remove the lock keeper's stamp", alive_path(path), exc))
+
+
+def judge(holder, path, now, timeout, clock=None):
+    """(age, limit, alive): seconds since the holder's last sign of life (its refresh or its keeper's stamp),
+    the age after which it is stale, and the keeper's stamp (None without a keeper)."""
+    age = lock_age(holder, path, now, clock)
+    alive = read_alive(path, holder.get("token"))
+    if alive is None:
+        return age, effective_timeout(holder, timeout), None
+    return min(age, lock_age(alive, alive_path(path), now, clock)), alive["liveness"], alive
+
+
 def _number(value):
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -187,10 +252,13 @@ def effective_timeout(holder, timeout):
     return timeout
 
 
-def describe(holder):
-    return "owner %r from controller %r (taken %s, last heartbeat %s)" % (
+def describe(holder, alive=None):
+    text = "owner %r from controller %r (taken %s, last heartbeat %s" % (
         holder.get("owner"), holder.get("controller"), holder.get("started_at"),
         holder.get("refreshed_at") or "none")
+    if alive:
+        text += ", its controller's keeper last beat %s" % (alive.get("refreshed_at") or "?")
+    return text + ")"
 
 
 def _write_new(path, payload, replace):
@@ -267,6 +335,7 @@ def acquire(path, owner, controller, now, timeout=DEFAULT_TIMEOUT, token=None, c
                 _write_new(path, payload, replace=holder is not None)
             except OSError as exc:
                 raise StateError(describe_os_error("write the rollout lock", path, exc))
+            _remove_alive(path)
         elif token and result.get("token") == token:
             refreshed = _stamp(dict(result, refreshed_at=iso(now), timeout=max(int(timeout), result.get("timeout") or 0)),
                                clock)
@@ -299,6 +368,7 @@ def take_over(path, owner, controller, now, timeout=DEFAULT_TIMEOUT, check_mode=
             _write_new(path, payload, replace=broken is not None)
         except OSError as exc:
             raise StateError(describe_os_error("write the rollout lock", path, exc))
+        _remove_alive(path)
     return payload, broken
 
 
@@ -310,22 +380,23 @@ def _acquire_decision(path, holder, payload, now, timeout, token, check_mode=Fal
     if gone[0] and holder.get("token") == gone[0]:
         return True, payload, ["Took over the rollout lock %s from %s: %s."
                                % (path, describe(holder), gone[1] or "its holder is gone")]
-    age = lock_age(holder, path, now, clock)
-    limit = effective_timeout(holder, timeout)
+    age, limit, alive = judge(holder, path, now, timeout, clock)
     if age <= limit:
         same_id = holder.get("owner") == payload["owner"]
         raise LockHeld(
-            "Rollout lock %s is held by %s, %d s since its last sign of life (stale after %d s). %s"
+            "Rollout lock %s is held by %s, %d s since its last sign of life (stale after %d s%s). %s"
             "If no rollout is running on this host any more, clear it with "
             "'jetson.specdec.rollout_state: state=unlock force=true' (rollout_break_lock=true) or wait."
-            % (path, describe(holder), age, limit,
+            % (path, describe(holder, alive), age, limit,
+               ": its controller's keeper stamps the lock while that controller runs" if alive else "",
                "It carries this run's id but not this run's token: another controller (or an earlier, "
                "interrupted run with the same run id) holds it. " if same_id else
                "Another rollout is probably running on this host. "), holder)
     if _after_stale_decision is not None and not check_mode:
         _after_stale_decision()
-    warning = ("Took over a stale rollout lock %s from %s: %d s without a heartbeat > %d s."
-               % (path, describe(holder), age, limit))
+    warning = ("Took over a stale rollout lock %s from %s: %d s without a heartbeat > %d s%s."
+               % (path, describe(holder, alive), age, limit,
+                  " (its controller's keeper stopped: that controller ended or lost the host)" if alive else ""))
     return True, payload, [warning]
 
 
@@ -395,6 +466,7 @@ def release(path, token=None, owner=None, force=False, check_mode=False, control
         except OSError as exc:
             if exc.errno != errno.ENOENT:
                 raise StateError(describe_os_error("remove the rollout lock", path, exc))
+        _remove_alive(path)
     return True, holder, warnings
 
 
