@@ -76,7 +76,7 @@ def test_a_forked_keeper_beats_detached_and_stops_with_its_controller(tmp_path):
                   "    return subprocess.run(['/bin/sh', '-c', c], check=False).returncode\n"
                   "print(lock_keeper.start(run, %r, %r, 12, %d, %d))\n"
                   % (sys.path, str(log), path, holder["token"], controller.pid, start))
-        spawner = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30)
+        spawner = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30, check=True)
         assert time.time() - began < 10, "the caller waited for the keeper to end"
         keeper = int(spawner.stdout.strip())
         assert running(keeper)
@@ -104,7 +104,7 @@ def test_a_keeper_stops_when_its_lock_is_released(tmp_path):
               "print(lock_keeper.start(lambda c: subprocess.run(['/bin/sh', '-c', c], check=False).returncode,"
               " %r, %r, 12, %d, %d))\n" % (sys.path, path, holder["token"], me, lock_holder.process_start(me)))
     keeper = int(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                                timeout=30).stdout.strip())
+                                timeout=30, check=True).stdout.strip())
     assert wait_for(lambda: rl.read_alive(path, holder["token"]) is not None, 10)
     rl.release(path, token=holder["token"])
     assert wait_for(lambda: not running(keeper), 10), "the keeper went on after the release"

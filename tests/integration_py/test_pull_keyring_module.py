@@ -226,13 +226,13 @@ def _cert_key_with_signing_subkey(tmp_path, name, sub_expiry, when=None):
     home.mkdir(mode=0o700)
     env = dict(os.environ, GNUPGHOME=str(home))
     faked = ["--faked-system-time", when] if when else []
-    subprocess.run(["gpg", "--batch"] + faked + ["--passphrase", "", "--quick-gen-key", "%s <%s@localhost>" % (name, name),
-                    "ed25519", "cert", "10y"], env=env, check=True, capture_output=True)
+    generate = ["--passphrase", "", "--quick-gen-key", "%s <%s@localhost>" % (name, name), "ed25519", "cert", "10y"]
+    subprocess.run(["gpg", "--batch"] + faked + generate, env=env, check=True, capture_output=True)
     listed = subprocess.run(["gpg", "--batch", "--with-colons", "--list-keys"], env=env, check=True, capture_output=True,
                             text=True).stdout
     primary = fingerprints(listed)[0]
-    subprocess.run(["gpg", "--batch"] + faked + ["--passphrase", "", "--quick-add-key", primary, "ed25519", "sign",
-                    sub_expiry], env=env, check=True, capture_output=True)
+    add = ["--passphrase", "", "--quick-add-key", primary, "ed25519", "sign", sub_expiry]
+    subprocess.run(["gpg", "--batch"] + faked + add, env=env, check=True, capture_output=True)
     public = subprocess.run(["gpg", "--batch", "--armor", "--export"], env=env, check=True, capture_output=True,
                             text=True).stdout
     return home, public, primary
