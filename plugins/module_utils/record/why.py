@@ -253,7 +253,26 @@ def roofline(record, concurrency=1):
         else:
             parts.append("the candidate at %.0f%% (%.1f tok/s with %.2f tokens per step)"
                          % (100 * line["achieved_fraction"], line["limit_tok_s"], line["tokens_per_step"]))
-    return ("at c=%d " % concurrency + ", ".join(parts)) if parts else None
+    if not parts:
+        return None
+    power = tokens_per_joule(record, concurrency)
+    return "at c=%d " % concurrency + ", ".join(parts) + ("; %s" % power if power else "")
+
+
+def tokens_per_joule(record, concurrency=1):
+    """'2.4 -> 2.8 tokens/J at 52.3 -> 60.1 W': the power context of the roofline at that concurrency (issue 36:
+    a config nearer the bandwidth limit may draw more power per token), or None without rails."""
+    scale = _time_scale(record.get("baseline"))
+    for level in record.get("energy") or []:
+        if not isinstance(level, dict) or level.get("concurrency") != concurrency:
+            continue
+        base, cand = level.get("baseline"), level.get("candidate")
+        try:
+            return "%.1f -> %.1f tokens/J at %.1f -> %.1f W" % (
+                base["tokens_per_j"] * scale, cand["tokens_per_j"] * scale, base["power_w_avg"], cand["power_w_avg"])
+        except (KeyError, TypeError, ValueError):
+            return None
+    return None
 
 
 def energy(record):

@@ -249,3 +249,20 @@ def test_no_simulator_artefact_reaches_the_page_a_manager_reads():
         page = render_html(report) + fr.render_markdown(report)
         for artefact in ("NVPM ERROR", "nvpmodel.conf", "in 0.0 s"):
             assert artefact not in page, artefact
+
+
+def test_energy_per_token_and_the_rooflines_power_context_reach_the_page():
+    """Issue 36: energy per output token before and after (board time), and the roofline line's tokens per
+    joule, from the recorded agx-01's rails (0.1 time scale: the stand-in's 0.173 J per token is the board's
+    1.73 J; its 5.78 tokens/J the board's 0.58)."""
+    why = explain(BY_HOST["agx-01"])
+    assert why["energy"].startswith("at c=1 1.729 -> 1.247 J per output token (-27.9 %; 0.6 -> 0.8 tokens/J at "
+                                    "42.8 -> 48.5 W); at c=8 "), why["energy"]
+    assert why["roofline"].endswith("; 0.6 -> 0.8 tokens/J at 42.8 -> 48.5 W"), why["roofline"]
+    report = build()
+    md = fr.render_markdown(report)
+    page = render_html(report)
+    for text in ("1.729 -> 1.247 J per output token", "0.6 -> 0.8 tokens/J at 42.8 -> 48.5 W"):
+        assert html.escape(text) in md and html.escape(text) in page, text  # both escape what they quote
+    # a host recorded without rails (agx32-01 was recorded before its fixture had them) says nothing, not a zero
+    assert explain(BY_HOST["agx32-01"])["energy"] is None

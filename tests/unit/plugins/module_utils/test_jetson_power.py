@@ -28,6 +28,8 @@ def _put(root, rel, text):
     # AGX Orin: no total rail; the module total is three rails (VDDQ_VDD2_1V8AO is fed by VIN_SYS_5V0).
     ("agx-orin-64gb-devkit-r39.2", ["VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0"],
      19160 * 1720 / 1000.0 + 19160 * 540 / 1000.0 + 5000 * 1130 / 1000.0),
+    ("agx-orin-32gb-r39.2.1", ["VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0"],
+     19160 * 1720 / 1000.0 + 19160 * 540 / 1000.0 + 5000 * 1130 / 1000.0),
     # Orin NX and Nano (p3767): VDD_IN is the module input; INA3221 has no power file, mV x mA.
     ("orin-nx-16gb-r36.4.3", ["VDD_IN"], 5016 * 2870 / 1000.0),
     ("orin-nano-super-r36.4.3", ["VDD_IN"], 5016 * 1930 / 1000.0),
