@@ -17,6 +17,8 @@ already at it (only fewer bytes - quantization, a smaller model - can help).
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import re
+
 GB = 1e9  # the board tables give bandwidth in decimal GB/s, as NVIDIA's data sheets do
 
 
@@ -76,3 +78,12 @@ def result_roofline(result, bandwidth_gb_s, target_weight_bytes, draft_weight_by
                    draft_weight_bytes, k, length, kv_bytes_per_token, context)
     out["bandwidth_gb_s"] = bandwidth_gb_s
     return out
+
+
+def time_scale_of(result):
+    """The stand-in's time_scale from a simulated result's label ("thor_t5000; time_scale=0.1"), or None."""
+    match = re.search(r"time_scale=([0-9.eE+-]+)", str((result or {}).get("simulated") or ""))
+    try:
+        return float(match.group(1)) if match else None
+    except ValueError:
+        return None

@@ -160,6 +160,21 @@ def roofline_inputs(launch):
             "k": spec.get("num_speculative_tokens") or 0}
 
 
+def roofline_limit(record):
+    """The verdict's roofline input (verdict/params.py ``roofline``) from the record: the board's bandwidth
+    (facts) and the bytes a step reads (the plan's headroom), with the k the candidate runs; None without."""
+    inputs = (record or {}).get("roofline_inputs")
+    facts = (record or {}).get("facts")
+    bandwidth = facts.get("memory_bandwidth_gbps") if isinstance(facts, dict) else None
+    if not isinstance(inputs, dict) or not bandwidth or not inputs.get("target_weight_bytes"):
+        return None
+    tuned = record.get("k_tuning") if isinstance(record.get("k_tuning"), dict) else {}
+    return {"bandwidth_gbps": bandwidth, "target_weight_bytes": inputs["target_weight_bytes"],
+            "draft_weight_bytes": inputs.get("draft_weight_bytes") or 0,
+            "kv_bytes_per_token": inputs.get("kv_bytes_per_token") or 0,
+            "k": int(tuned.get("k") or inputs.get("k") or 0)}
+
+
 def launch_warnings(launch):
     """The warnings of both planned arms of ``vllm_server_launch``, each once, baseline first."""
     out = []
@@ -447,6 +462,8 @@ def run_verdict(record, rounds, rungs, broke, params, ttft=None):
     if broke:
         return broken_candidate_verdict(broke)
     params = dict(params or {})
+    if params.get("roofline") is None:
+        params["roofline"] = roofline_limit(record)
     if any(r.get("phase") == "schedule" for r in rounds or []):
         rounds, params = schedule_rounds(rounds, params)
     data = decide_rounds(rounds)

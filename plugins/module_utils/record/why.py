@@ -12,7 +12,9 @@ __metaclass__ = type
 import math
 import re
 
-from ansible_collections.jetson.specdec.plugins.module_utils.bench.roofline import RooflineError, result_roofline
+from ansible_collections.jetson.specdec.plugins.module_utils.bench.roofline import (
+    RooflineError, result_roofline, time_scale_of,
+)
 
 # The first reason that decided the outcome comes first; the report shows every reason, each in full
 # (a refusal's "Fix:" is its last part: cutting a reason cut the fix). Only the console shortens text.
@@ -205,15 +207,6 @@ def k_tuning(record):
         info.get("probe_k"), " (measured %.2fx)" % measured if isinstance(measured, (int, float)) else "",
         info.get("k"), curve or "n/a",
         "; measured %s (predicted k=%s; the best measured k is kept)" % (rounds, predicted) if rounds else "")
-
-
-def time_scale_of(result):
-    """The stand-in's time_scale from a simulated result's label ("thor_t5000; time_scale=0.1"), or None."""
-    match = re.search(r"time_scale=([0-9.eE+-]+)", str((result or {}).get("simulated") or ""))
-    try:
-        return float(match.group(1)) if match else None
-    except ValueError:
-        return None
 
 
 def _time_scale(result):

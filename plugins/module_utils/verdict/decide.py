@@ -45,6 +45,9 @@ __metaclass__ = type
 import itertools
 import math
 
+from ansible_collections.jetson.specdec.plugins.module_utils.bench.roofline import (
+    RooflineError, result_roofline, time_scale_of,
+)
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson import conditions
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict import energy
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict import evidence as ev
@@ -78,6 +81,22 @@ def _interval(est):
 
 # --------------------------------------------------------------------------- rounds -> evidence
 
+def _round_roofline(rnd, p):
+    """The round's roofline at the judged level ({limit_tok_s, achieved_fraction, tokens_per_step, ...}, board
+    time), or None when the board's limit is not known (p["roofline"]) or the round cannot say."""
+    limit = p.get("roofline")
+    if not limit:
+        return None
+    speculates = rnd["arm"] == "candidate"
+    try:
+        return result_roofline(rnd["result"], limit["bandwidth_gbps"], limit["target_weight_bytes"],
+                               limit["draft_weight_bytes"] if speculates else 0, limit["k"] if speculates else 0,
+                               limit["kv_bytes_per_token"], p["low_concurrency"],
+                               time_scale_of(rnd["result"]) or 1.0)
+    except (RooflineError, TypeError, ValueError, ZeroDivisionError):
+        return None
+
+
 def _rounds_evidence(rounds, p):
     """Validate the rounds and extract per-level evidence; raise ValueError on malformed input."""
     if not isinstance(rounds, (list, tuple)):
@@ -99,6 +118,7 @@ def _rounds_evidence(rounds, p):
                    for run in rnd["result"].get("runs") or [] if isinstance(run, dict)
                    and isinstance(run.get("traffic"), dict)]
         item = {"arm": rnd["arm"], "levels": {}, "wall_s": wall, "switch_s": switch,
+                "roofline": _round_roofline(rnd, p),
                 "foreign": [(c, n) for c, n in foreign if isinstance(n, int) and not isinstance(n, bool) and n > 0],
                 "acceptance": ev.acceptance_rate(rnd["result"]), "requests": 0,
                 "tokens_per_step": ev.tokens_per_step(rnd["result"]),
@@ -528,6 +548,9 @@ def spec_decide(rounds, **params):
 # doubted: a draft step costs something, so the speedup stays below the tokens per step; 25 % covers the noise
 # of a few hundred requests and of the counters (a throttled baseline, not speculation, makes a 3x "gain").
 PLAUSIBLE_SPEEDUP_SLACK = 1.25
+# No config decodes faster than the board streams what a step reads. The bandwidth is a data-sheet number and
+# the bytes an estimate from the plan, so a measured rate a third beyond the limit is wrong, not fast.
+ROOFLINE_SLACK = 1.33
 
 
 def _implausible_keep(data, est, counts, p):
@@ -545,16 +568,32 @@ def _implausible_keep(data, est, counts, p):
                 "keeping, so the baseline's own drift is known")
     steps = sorted(r["tokens_per_step"] for r in data if r["arm"] == "candidate" and r.get("tokens_per_step"))
     tpot = est.get("c1_tpot_drop")
-    if not steps or not tpot or tpot["point"] >= 1.0:
+    if steps and tpot and tpot["point"] < 1.0:
+        median = steps[len(steps) // 2]
+        speedup = 1.0 / (1.0 - tpot["point"])
+        if speedup > median * PLAUSIBLE_SPEEDUP_SLACK:
+            return ("verdict.implausible_speedup: TPOT p50 fell %.0f %% (a %.2fx speedup), but the candidate's steps "
+                    "emit %.2f tokens on average (vLLM's mean acceptance length), which bounds the speedup; the "
+                    "baseline was likely measured slower than the board is (throttled, shared or cold), so more "
+                    "rounds are measured" % (100 * tpot["point"], speedup, median))
+    return _beyond_roofline(data)
+
+
+def _beyond_roofline(data):
+    """Why the candidate's measured decode rate is beyond the board's memory-bandwidth limit, or None."""
+    lines = sorted((r["roofline"] for r in data if r["arm"] == "candidate" and r.get("roofline")),
+                   key=lambda line: line["achieved_fraction"])
+    if not lines:
         return None
-    median = steps[len(steps) // 2]
-    speedup = 1.0 / (1.0 - tpot["point"])
-    if speedup > median * PLAUSIBLE_SPEEDUP_SLACK:
-        return ("verdict.implausible_speedup: TPOT p50 fell %.0f %% (a %.2fx speedup), but the candidate's steps emit "
-                "%.2f tokens on average (vLLM's mean acceptance length), which bounds the speedup; the baseline was "
-                "likely measured slower than the board is (throttled, shared or cold), so more rounds are measured"
-                % (100 * tpot["point"], speedup, median))
-    return None
+    line = lines[len(lines) // 2]
+    if line["achieved_fraction"] <= ROOFLINE_SLACK:
+        return None
+    return ("verdict.beyond_roofline: the candidate decoded at %.0f %% of the board's memory-bandwidth limit (median "
+            "of %d round(s): %.1f tok/s where %.2f tokens per step allow %.1f), and no config decodes faster than "
+            "the board reads its weights; the measurement is wrong (outputs shorter than asked, answers from a "
+            "cache, another board's bandwidth in the facts), so more rounds are measured"
+            % (100 * line["achieved_fraction"], len(lines), line["achieved_fraction"] * line["limit_tok_s"],
+               line["tokens_per_step"], line["limit_tok_s"]))
 
 
 # The skill asks first whether TPOT is the bottleneck: speculation shortens the decode, not the prefill.

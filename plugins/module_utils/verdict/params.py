@@ -70,6 +70,10 @@ DEFAULTS = {
     # condition_max_temp_c, is set aside and measured again.
     "condition_freq_drop": 0.05,
     "condition_max_temp_c": None,
+    # The board's memory-bandwidth limit (record.run_verdict fills it from the facts and the plan's headroom):
+    # {bandwidth_gbps, target_weight_bytes, draft_weight_bytes, kv_bytes_per_token, k}; a keep whose candidate
+    # decodes well beyond it is not believed (_implausible_keep). None: not checked.
+    "roofline": None,
 }
 
 # name -> (low, high, low inclusive): the ranges that make sense.
@@ -138,6 +142,27 @@ def _int(name, value):
     return out
 
 
+ROOFLINE_KEYS = ("bandwidth_gbps", "target_weight_bytes", "draft_weight_bytes", "kv_bytes_per_token", "k")
+
+
+def _roofline(value):
+    """The roofline inputs, checked: positive bandwidth and target bytes, non-negative draft, KV and k."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) - set(ROOFLINE_KEYS):
+        raise ValueError("spec_decide: roofline must be null or a dict with %s, got %r" % (", ".join(ROOFLINE_KEYS), value))
+    out = {}
+    for key in ROOFLINE_KEYS:
+        number = value.get(key) or 0
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or number != number or number < 0 \
+                or number == float("inf") or (key in ("bandwidth_gbps", "target_weight_bytes") and number <= 0):
+            raise ValueError("spec_decide: roofline.%s must be a %s number, got %r"
+                             % (key, "positive" if key in ("bandwidth_gbps", "target_weight_bytes") else "non-negative",
+                                value.get(key)))
+        out[key] = number
+    return out
+
+
 def validate(params):
     """Merge ``params`` over DEFAULTS and check each; raise ValueError naming the parameter."""
     unknown = sorted(set(params) - set(DEFAULTS))
@@ -155,6 +180,7 @@ def validate(params):
     _optional_number(p, "regression_z", 0.5, 6.0, "null (use z) or a number from 0.5 to 6")
     _optional_number(p, "energy_regression_tolerance", 0.0, 10.0, "null (off) or a fraction from 0 to 10 (0.05 = 5 %)")
     _optional_number(p, "condition_max_temp_c", 20.0, 150.0, "null (no limit) or degrees C from 20 to 150")
+    p["roofline"] = _roofline(p["roofline"])
     if p["min_rounds"] > p["max_rounds"]:
         raise ValueError("spec_decide: min_rounds (%d) must not exceed max_rounds (%d)" % (p["min_rounds"], p["max_rounds"]))
     if p["revert_throughput_gain"] > p["keep_throughput_gain"]:

@@ -720,6 +720,39 @@ def test_a_speedup_within_the_tokens_per_step_is_kept():
     assert sum(1 for r in rounds if r["arm"] == "baseline") >= 2
 
 
+# An 8 GB target read once per step: 204.8 GB/s allow 25.6 tok/s without speculation (the baseline's 20 tok/s
+# is 78 % of that); 2.4 tokens per step allow 61.4 tok/s (the candidate's 36.4 tok/s: 59 %).
+AGX_ROOFLINE = {"bandwidth_gbps": 204.8, "target_weight_bytes": 8e9, "draft_weight_bytes": 0,
+                "kv_bytes_per_token": 0, "k": 3}
+
+
+def test_a_keep_within_the_boards_memory_bandwidth_limit_is_kept():
+    out, dummy = drive({"gain": 0.80, "tpot": -0.45, "c8": 0.20}, seed=5, decorate=_candidate_steps(2.4),
+                       roofline=AGX_ROOFLINE)
+    assert out["action"] == "keep", out["reasons"]
+
+
+def test_a_candidate_faster_than_the_board_reads_its_weights_is_measured_more_then_inconclusive():
+    """Issue 30 item 6 ("check each verdict against the roofline"): facts that name a board with a third of the
+    bandwidth (68 GB/s, an Orin Nano's) make the same measurement impossible: 178 % of the limit."""
+    nano = dict(AGX_ROOFLINE, bandwidth_gbps=68.0)
+    out, dummy = drive({"gain": 0.80, "tpot": -0.45, "c8": 0.20}, seed=5, decorate=_candidate_steps(2.4),
+                       roofline=nano, max_rounds=6)
+    assert (out["decision"], out["action"]) == ("inconclusive", "revert"), out["reasons"]
+    beyond = [r for r in out["reasons"] if r.startswith("verdict.beyond_roofline: the candidate decoded at ")]
+    assert beyond and "of the board's memory-bandwidth limit" in beyond[0], out["reasons"]
+    assert "whether the gain is real (verdict.beyond_roofline)" in out["reasons"][-1]
+
+
+@pytest.mark.parametrize("bad", [{"bandwidth_gbps": 0, "target_weight_bytes": 8e9},
+                                 {"bandwidth_gbps": 204.8, "target_weight_bytes": -1},
+                                 {"bandwidth_gbps": 204.8, "target_weight_bytes": 8e9, "k": float("nan")},
+                                 {"bandwidth_gbps": 204.8, "target_weight_bytes": 8e9, "bytes": 1}, "204.8"])
+def test_the_roofline_input_is_checked(bad):
+    with pytest.raises(ValueError, match="roofline"):
+        spec_decide([], roofline=bad)
+
+
 def test_one_round_per_arm_still_keeps_when_the_operator_chose_it():
     """rollout_repeat_on_noise: false gives max_rounds 2: no room for a second baseline round, so no wait for it."""
     rng = random.Random(16)
