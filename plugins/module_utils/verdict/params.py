@@ -154,8 +154,8 @@ def _roofline(value):
     out = {}
     for key in ROOFLINE_KEYS:
         number = value.get(key) or 0
-        if isinstance(number, bool) or not isinstance(number, (int, float)) or number != number or number < 0 \
-                or number == float("inf") or (key in ("bandwidth_gbps", "target_weight_bytes") and number <= 0):
+        if isinstance(number, bool) or not isinstance(number, (int, float)) or not math.isfinite(number) \
+                or number < 0 or (key in ("bandwidth_gbps", "target_weight_bytes") and number <= 0):
             raise ValueError("spec_decide: roofline.%s must be a %s number, got %r"
                              % (key, "positive" if key in ("bandwidth_gbps", "target_weight_bytes") else "non-negative",
                                 value.get(key)))
