@@ -161,6 +161,18 @@ def _warnings(args):
     return failed, result, seen
 
 
+def _verified_now_refused_two_days_later(tmp_path, signer, home, name):
+    """A commit signed now verifies against the keyring; on the board's clock two days later (the key or its
+    signing subkey expired after one), the same commit and keyring are refused."""
+    repo = _signed_commit(tmp_path, signer, name)
+    ok, words = _verify_commit(repo, home)
+    assert ok, words
+    later = time.strftime("%Y%m%dT%H%M%S!", time.gmtime(time.time() + 2 * 86400))
+    ok, words = _verify_commit(repo, home, _faked_gpg(tmp_path, later))
+    assert not ok and "expired" in words, words
+    subprocess.run(["gpgconf", "--homedir", str(signer), "--kill", "gpg-agent"], capture_output=True, check=False)
+
+
 def test_a_key_that_expires_soon_is_reported_and_its_commits_are_refused_once_it_expired(tmp_path):
     signer, public = _key(tmp_path, "soon")  # expires in one day
     home = _keyring(tmp_path)
@@ -171,14 +183,7 @@ def test_a_key_that_expires_soon_is_reported_and_its_commits_are_refused_once_it
     assert any("expires on %s" % entry["expires"] in w and entry["fingerprint"] in w for w in warned), warned
     failed, result, warned = _warnings({"path": str(home), "keys": public, "expiry_warn_days": 0})
     assert not failed and warned == [], warned
-    repo = _signed_commit(tmp_path, signer, "soon")
-    ok, words = _verify_commit(repo, home)
-    assert ok, words
-    # the board's clock two days later: the same commit, the same keyring, refused
-    later = time.strftime("%Y%m%dT%H%M%S!", time.gmtime(time.time() + 2 * 86400))
-    ok, words = _verify_commit(repo, home, _faked_gpg(tmp_path, later))
-    assert not ok and "expired" in words, words
-    subprocess.run(["gpgconf", "--homedir", str(signer), "--kill", "gpg-agent"], capture_output=True, check=False)
+    _verified_now_refused_two_days_later(tmp_path, signer, home, "soon")
 
 
 def test_an_expired_key_is_refused_naming_the_rule_and_the_fix_and_the_keyring_stays(keys, tmp_path):
@@ -252,13 +257,7 @@ def test_a_signing_subkey_that_expires_before_its_key_is_warned_about_and_its_co
     assert "signing subkey %s of the key %s" % (sub["fingerprint"], primary) in warning, warning
     assert "gpg --quick-set-expire %s 1y %s" % (primary, sub["fingerprint"]) in warning, warning
     assert "gpg --quick-add-key %s ed25519 sign 1y" % primary in warning, warning
-    repo = _signed_commit(tmp_path, signer, "subsoon")
-    ok, words = _verify_commit(repo, home)
-    assert ok, words
-    later = time.strftime("%Y%m%dT%H%M%S!", time.gmtime(time.time() + 2 * 86400))
-    ok, words = _verify_commit(repo, home, _faked_gpg(tmp_path, later))
-    assert not ok and "expired" in words, words
-    subprocess.run(["gpgconf", "--homedir", str(signer), "--kill", "gpg-agent"], capture_output=True, check=False)
+    _verified_now_refused_two_days_later(tmp_path, signer, home, "subsoon")
 
 
 def test_a_key_whose_only_signing_subkey_expired_is_refused_and_the_keyring_stays(keys, tmp_path):
