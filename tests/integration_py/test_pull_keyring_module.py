@@ -186,6 +186,22 @@ def test_a_key_that_expires_soon_is_reported_and_its_commits_are_refused_once_it
     _verified_now_refused_two_days_later(tmp_path, signer, home, "soon")
 
 
+def _refused_beside_a_good_key_and_the_keyring_stays(keys, tmp_path, bad):
+    """Configure ``bad`` alone and next to key A on a keyring that holds A: each is refused with
+    input.pull_key_expired, the keyring stays byte for byte, A still verifies. Returns the two messages."""
+    home = _keyring(tmp_path)
+    run_module(pull_keyring.main, {"path": str(home), "keys": keys["A"][1]})
+    before = (home / "pubring.kbx").read_bytes()
+    messages = []
+    for configured in (bad, keys["A"][1] + bad):
+        failed, result = run_module(pull_keyring.main, {"path": str(home), "keys": configured})
+        assert failed and result["rule"] == "input.pull_key_expired", result
+        assert (home / "pubring.kbx").read_bytes() == before
+        messages.append(result["msg"])
+    assert _sign_and_verify(keys["A"][0], home, tmp_path)
+    return messages
+
+
 def test_an_expired_key_is_refused_naming_the_rule_and_the_fix_and_the_keyring_stays(keys, tmp_path):
     old = tmp_path / "old"
     old.mkdir(mode=0o700)
@@ -194,15 +210,8 @@ def test_an_expired_key_is_refused_naming_the_rule_and_the_fix_and_the_keyring_s
                     "--quick-gen-key", "old <old@localhost>", "ed25519", "sign", "10d"], env=env, check=True, capture_output=True)
     expired = subprocess.run(["gpg", "--batch", "--armor", "--export"], env=env, check=True, capture_output=True,
                              text=True).stdout
-    home = _keyring(tmp_path)
-    run_module(pull_keyring.main, {"path": str(home), "keys": keys["A"][1]})
-    before = (home / "pubring.kbx").read_bytes()
-    for configured in (expired, keys["A"][1] + expired):  # alone, and next to a good key
-        failed, result = run_module(pull_keyring.main, {"path": str(home), "keys": configured})
-        assert failed and result["rule"] == "input.pull_key_expired", result
-        assert "expired on 2020-01-11" in result["msg"] and "gpg --quick-set-expire" in result["msg"], result["msg"]
-        assert (home / "pubring.kbx").read_bytes() == before
-    assert _sign_and_verify(keys["A"][0], home, tmp_path)
+    for msg in _refused_beside_a_good_key_and_the_keyring_stays(keys, tmp_path, expired):
+        assert "expired on 2020-01-11" in msg and "gpg --quick-set-expire" in msg, msg
 
 
 def test_a_revoked_key_is_installed_with_its_revocation_and_its_commits_are_refused(tmp_path):
@@ -262,16 +271,9 @@ def test_a_signing_subkey_that_expires_before_its_key_is_warned_about_and_its_co
 
 def test_a_key_whose_only_signing_subkey_expired_is_refused_and_the_keyring_stays(keys, tmp_path):
     signer, public, primary = _cert_key_with_signing_subkey(tmp_path, "subold", "10d", when="20200101T000000!")
-    home = _keyring(tmp_path)
-    run_module(pull_keyring.main, {"path": str(home), "keys": keys["A"][1]})
-    before = (home / "pubring.kbx").read_bytes()
-    for configured in (public, keys["A"][1] + public):  # alone, and next to a good key
-        failed, result = run_module(pull_keyring.main, {"path": str(home), "keys": configured})
-        assert failed and result["rule"] == "input.pull_key_expired", result
-        assert "signing subkey" in result["msg"] and "of the key %s" % primary in result["msg"], result["msg"]
-        assert "expired on 2020-01-11" in result["msg"] and "gpg --quick-add-key %s" % primary in result["msg"], result["msg"]
-        assert (home / "pubring.kbx").read_bytes() == before
-    assert _sign_and_verify(keys["A"][0], home, tmp_path)
+    for msg in _refused_beside_a_good_key_and_the_keyring_stays(keys, tmp_path, public):
+        assert "signing subkey" in msg and "of the key %s" % primary in msg, msg
+        assert "expired on 2020-01-11" in msg and "gpg --quick-add-key %s" % primary in msg, msg
     subprocess.run(["gpgconf", "--homedir", str(signer), "--kill", "gpg-agent"], capture_output=True, check=False)
 
 
