@@ -51,7 +51,7 @@ def fleet(make_fleet):
     finally:
         if proc.poll() is None:
             fleet.kill(proc)
-    time.sleep(1.5)  # the keeper looks for its controller every second
+    time.sleep(4)  # the keeper looks for its controller every second; a beat under way may still land
     fleet.stamp_after_exit = alive_stamp(fleet)
     log = sorted(f for f in os.listdir(fleet.workdir) if f.startswith("started-"))[-1]
     with open(os.path.join(fleet.workdir, log)) as handle:
