@@ -80,6 +80,20 @@ def result_roofline(result, bandwidth_gb_s, target_weight_bytes, draft_weight_by
     return out
 
 
+def limit_roofline(result, limit, speculates, concurrency=1):
+    """result_roofline against ``limit`` ({bandwidth_gbps, target_weight_bytes, draft_weight_bytes,
+    kv_bytes_per_token, k}: record.roofline_limit), in board time; the drafter's passes count only when the
+    arm ``speculates``. None when the limit or the result cannot say (the verdict and the report both ask)."""
+    if not limit:
+        return None
+    try:
+        return result_roofline(result, limit["bandwidth_gbps"], limit["target_weight_bytes"],
+                               limit["draft_weight_bytes"] if speculates else 0, limit["k"] if speculates else 0,
+                               limit["kv_bytes_per_token"], concurrency, time_scale_of(result) or 1.0)
+    except (RooflineError, KeyError, TypeError, ValueError, ZeroDivisionError):
+        return None
+
+
 def time_scale_of(result):
     """The stand-in's time_scale from a simulated result's label ("thor_t5000; time_scale=0.1"), or None."""
     match = re.search(r"time_scale=([0-9.eE+-]+)", str((result or {}).get("simulated") or ""))

@@ -12,9 +12,8 @@ __metaclass__ = type
 import math
 import re
 
-from ansible_collections.jetson.specdec.plugins.module_utils.bench.roofline import (
-    RooflineError, result_roofline, time_scale_of,
-)
+from ansible_collections.jetson.specdec.plugins.module_utils.bench.roofline import limit_roofline, time_scale_of
+from ansible_collections.jetson.specdec.plugins.module_utils.record.record import roofline_limit
 
 # The first reason that decided the outcome comes first; the report shows every reason, each in full
 # (a refusal's "Fix:" is its last part: cutting a reason cut the fix). Only the console shortens text.
@@ -220,28 +219,18 @@ def roofline(record, concurrency=1):
 
     From the board's bandwidth (facts), the bytes a step reads (the plan's headroom check) and each
     arm's TPOT p50; simulated numbers are converted back to board time first."""
-    inputs = record.get("roofline_inputs") if isinstance(record.get("roofline_inputs"), dict) else None
-    facts = record.get("facts") if isinstance(record.get("facts"), dict) else {}
-    bandwidth = facts.get("memory_bandwidth_gbps")
-    if not inputs or not bandwidth:
+    limit = roofline_limit(record)
+    if not limit:
         return None
-    tuned = record.get("k_tuning") if isinstance(record.get("k_tuning"), dict) else {}
     parts = []
     for arm in ("baseline", "candidate"):
         result = record.get(arm)
-        if not isinstance(result, dict):
-            continue
-        k = 0 if arm == "baseline" else int(tuned.get("k") or inputs.get("k") or 0)
-        try:
-            line = result_roofline(result, bandwidth, inputs.get("target_weight_bytes"), inputs.get("draft_weight_bytes"),
-                                   k, inputs.get("kv_bytes_per_token"), concurrency, _time_scale(result))
-        except (RooflineError, TypeError, ValueError):
-            line = None
+        line = limit_roofline(result, limit, arm == "candidate", concurrency) if isinstance(result, dict) else None
         if not line:
             continue
         if arm == "baseline":
             parts.append("the baseline decodes at %.0f%% of the memory-bandwidth limit (%.1f tok/s: %g GB/s over %.2f GB "
-                         "per step)" % (100 * line["achieved_fraction"], line["limit_tok_s"], bandwidth,
+                         "per step)" % (100 * line["achieved_fraction"], line["limit_tok_s"], limit["bandwidth_gbps"],
                                         line["bytes_per_step"] / 1e9))
         else:
             parts.append("the candidate at %.0f%% (%.1f tok/s with %.2f tokens per step)"

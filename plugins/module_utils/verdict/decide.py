@@ -45,9 +45,7 @@ __metaclass__ = type
 import itertools
 import math
 
-from ansible_collections.jetson.specdec.plugins.module_utils.bench.roofline import (
-    RooflineError, result_roofline, time_scale_of,
-)
+from ansible_collections.jetson.specdec.plugins.module_utils.bench.roofline import limit_roofline
 from ansible_collections.jetson.specdec.plugins.module_utils.jetson import conditions
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict import energy
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict import evidence as ev
@@ -82,19 +80,11 @@ def _interval(est):
 # --------------------------------------------------------------------------- rounds -> evidence
 
 def _round_roofline(rnd, p):
-    """The round's roofline at the judged level ({limit_tok_s, achieved_fraction, tokens_per_step, ...}, board
-    time), or None when the board's limit is not known (p["roofline"]) or the round cannot say."""
-    limit = p.get("roofline")
-    if not limit:
+    """A candidate round's roofline at the judged level (board time), or None: the baseline's is not judged,
+    and the board's limit (p["roofline"]) may be unknown."""
+    if rnd["arm"] != "candidate":
         return None
-    speculates = rnd["arm"] == "candidate"
-    try:
-        return result_roofline(rnd["result"], limit["bandwidth_gbps"], limit["target_weight_bytes"],
-                               limit["draft_weight_bytes"] if speculates else 0, limit["k"] if speculates else 0,
-                               limit["kv_bytes_per_token"], p["low_concurrency"],
-                               time_scale_of(rnd["result"]) or 1.0)
-    except (RooflineError, TypeError, ValueError, ZeroDivisionError):
-        return None
+    return limit_roofline(rnd["result"], p.get("roofline"), True, p["low_concurrency"])
 
 
 def _rounds_evidence(rounds, p):
@@ -581,7 +571,7 @@ def _implausible_keep(data, est, counts, p):
 
 def _beyond_roofline(data):
     """Why the candidate's measured decode rate is beyond the board's memory-bandwidth limit, or None."""
-    lines = sorted((r["roofline"] for r in data if r["arm"] == "candidate" and r.get("roofline")),
+    lines = sorted((r["roofline"] for r in data if r.get("roofline")),
                    key=lambda line: line["achieved_fraction"])
     if not lines:
         return None
