@@ -81,8 +81,8 @@ class ActionModule(ActionBase):
         if name not in PROCESS_CONNECTIONS:
             return {"started": False, "why": "the %s connection cannot be shared with a process that outlives the "
                                              "task; the lock is judged by its steps (rollout_lock_timeout)" % name}
-        lock_path = args.get("lock_path") or os.path.join(
-            os.path.dirname(args.get("path") or "/var/lib/jetson-specdec/state.json"), "rollout.lock")
+        # the module's own default when lock_path is not given: next to the state file it returns as path
+        lock_path = args.get("lock_path") or os.path.join(os.path.dirname(result["path"]), "rollout.lock")
         main = lock_holder.playbook_pid()
         start = lock_holder.process_start(main)
         if start is None:

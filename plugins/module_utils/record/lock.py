@@ -153,18 +153,26 @@ def guarded(path, wait=GUARD_WAIT):
         os.close(fd)  # closing releases the flock
 
 
+def _read_regular(path, limit):
+    """The first ``limit`` bytes of the regular file at ``path``, or None when it is something else (a FIFO, a
+    directory). Never follows a link, never blocks; os.open's OSError (ENOENT, ELOOP for a link) goes up."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return None
+        return handle.read(limit)
+
+
 def read_holder(path):
     """The lock's content as a dict; {} for an unparsable file; None when there is no lock."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+        raw = _read_regular(path, 65536)
     except OSError as exc:
         if exc.errno == errno.ENOENT:
             return None
         raise StateError(describe_os_error("read the rollout lock", path, exc))
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            raise StateError("Rollout lock %s is not a regular file; remove it." % path)
-        raw = handle.read(65536)
+    if raw is None:
+        raise StateError("Rollout lock %s is not a regular file; remove it." % path)
     try:
         data = json.loads(raw.decode("utf-8") or "{}")
     except (ValueError, UnicodeDecodeError, RecursionError):
@@ -183,16 +191,9 @@ def read_alive(path, token):
     if not token:
         return None
     try:
-        fd = os.open(alive_path(path), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
-        return None
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return None
-        raw = handle.read(ALIVE_MAX_BYTES)
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError, RecursionError):
+        raw = _read_regular(alive_path(path), ALIVE_MAX_BYTES)
+        data = json.loads(raw.decode("utf-8")) if raw is not None else None
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError):
         return None
     if not isinstance(data, dict) or data.get("token") != token:
         return None

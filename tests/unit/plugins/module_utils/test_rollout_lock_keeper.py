@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.jetson.specdec.plugins.action.rollout_state import keeper_settings
 from ansible_collections.jetson.specdec.plugins.module_utils.record import lock as rl
-from ansible_collections.jetson.specdec.plugins.module_utils.record.state import LockHeld
+from ansible_collections.jetson.specdec.plugins.module_utils.record.state import LockHeld, StateError
 from ansible_collections.jetson.specdec.plugins.plugin_utils import lock_keeper
 
 NOW = datetime.datetime(2026, 3, 1, 12, 0, 0, tzinfo=datetime.timezone.utc)
@@ -90,6 +90,22 @@ def test_a_stamp_that_is_a_link_is_not_read(tmp_path):
     target.write_text(json.dumps({"token": token, "boot_id": "boot-1", "uptime": 1, "liveness": 10}))
     os.symlink(str(target), rl.alive_path(path))
     assert rl.read_alive(path, token) is None
+
+
+def test_a_lock_or_a_stamp_that_is_no_regular_file_is_never_read_through(tmp_path):
+    """The lock and its stamp share one reader: it follows no link and never blocks on a FIFO. A lock that is
+    neither is refused with the path; a stamp that is neither is ignored (the lock's own rule applies)."""
+    path, token = held_by_a_step_long_run(tmp_path)
+    os.mkfifo(rl.alive_path(path))
+    assert rl.read_alive(path, token) is None
+    other = str(tmp_path / "other.lock")
+    os.mkfifo(other)
+    with pytest.raises(StateError, match="is not a regular file"):
+        rl.read_holder(other)
+    linked = str(tmp_path / "linked.lock")
+    os.symlink(path, linked)
+    with pytest.raises(StateError, match="read the rollout lock"):
+        rl.read_holder(linked)
 
 
 def test_release_and_a_break_remove_the_stamp(tmp_path):
