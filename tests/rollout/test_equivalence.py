@@ -72,7 +72,9 @@ def test_a_faithful_candidate_is_kept_with_its_equivalence_numbers(fleet):
 
 def test_the_report_shows_the_check_per_host(fleet):
     rows = fleet.report_rows("eq")
-    assert rows["eq-lossy"]["decision"] == "lossy" and rows["eq-clean"]["decision"] in ("keep", "marginal")
+    # the report names a marginal result kept by rollout_marginal_action: keep "kept below the keep bar"
+    assert rows["eq-lossy"]["decision"] == "lossy"
+    assert rows["eq-clean"]["decision"] in ("keep", "kept below the keep bar"), rows["eq-clean"]
     with open(os.path.join(fleet.reports, "eq", "report.md")) as handle:
         text = handle.read()
     assert "**Equivalence**: lossy: the candidate's greedy answers agree" in text, text

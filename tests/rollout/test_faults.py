@@ -48,8 +48,8 @@ def test_first_run_finishes_with_only_the_unreachable_host_failing(fleet):
 def test_kept_host(fleet):
     assert_serving(fleet, "ft-keep", speculative=True)
     state = assert_state(fleet, "ft-keep", "kept")
-    # keep, or marginal when the noisy stand-in's interval straddles the 30 % keep threshold (same action)
-    assert state["verdict"]["decision"] in ("keep", "marginal") and state["verdict"]["action"] == "keep", state["verdict"]
+    # the default rollout_marginal_action (revert) keeps only a result that met the keep bar
+    assert state["verdict"]["decision"] == "keep" and state["verdict"]["action"] == "keep", state["verdict"]
     assert state["last_good"]["kind"] == "candidate"
 
 
@@ -86,7 +86,7 @@ def test_faulty_candidate_is_reverted(fleet, host, cause):
 
 def test_report_lists_every_host(fleet):
     rows = fleet.report_rows("first")
-    assert rows["ft-keep"]["decision"] in ("keep", "marginal") and rows["ft-keep"]["status"] == "kept"
+    assert rows["ft-keep"]["decision"] == "keep" and rows["ft-keep"]["status"] == "kept", rows["ft-keep"]
     for host in REVERTED:
         assert rows[host]["decision"] == "revert", rows[host]
     assert rows["ft-gone"]["status"] == "unreachable"
