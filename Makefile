@@ -45,10 +45,11 @@ unit: venv collection-path
 	$(BIN)/pytest -q tests/unit
 
 # testbed first: it installs the Docker engine, whose real CLI test_docker_daemon_down.py points at a dead socket.
+# Two workers: most of these tests wait on subprocesses and servers (354 s in one, 212 s in two).
 unit-integration: venv collection-path testbed
 	bash tests/integration_py/ensure_chromium.sh
 	bash tests/integration_py/ensure_promtool.sh
-	$(BIN)/pytest -q tests/integration_py tests/simulator/tests
+	$(BIN)/pytest -q -p no:cacheprovider -n 2 --durations=15 tests/integration_py tests/simulator/tests
 
 lint: venv collection-path
 	$(BIN)/yamllint -s .
@@ -91,7 +92,8 @@ molecule-all:
 # pull mode. Each module brings up its own containers, so two modules run at a time (a fleet test
 # keeps the 2-core machine about half busy: Ansible waits on the boards). `make test` (CI) runs
 # them without the `slow` ones (the state-directory and lock fault suites, the pull-mode timer, the
-# clock hold and the waves, ~40 min more); `make integration-all` runs everything. Two at a time: the
+# clock hold, the plausibility rules, the hooks, k tuning, vLLM outside PATH and the LAN health check,
+# ~50 min more); `make integration-all` runs everything. Two at a time: the
 # fleets keep 2 cores busy (three at a time measured no faster, at a load average near 20).
 INTEGRATION_MARK ?= not slow
 INTEGRATION_WORKERS ?= 2
@@ -108,7 +110,7 @@ integration-all:
 # `make real-lane-all` runs every lane test.
 LANE_MARK ?= not slow
 real-lane: venv collection-path
-	bash tests/vllm_lane/run_lane.sh -m "$(LANE_MARK)"
+	bash tests/vllm_lane/run_lane.sh -m "$(LANE_MARK)" --durations=25
 
 real-lane-all:
 	$(MAKE) --no-print-directory real-lane LANE_MARK="slow or not slow"

@@ -9,7 +9,9 @@ adds, so the module rebuilds the keyring and swaps it in.
 import os
 import shutil
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 from unittest import mock
 
 import pytest
@@ -20,6 +22,27 @@ from ansible_collections.jetson.specdec.plugins.module_utils.pull.keyring import
 from ansible_collections.jetson.specdec.tests.unit.plugins.modules.utils import run_module
 
 pytestmark = pytest.mark.skipif(shutil.which("gpg") is None, reason="needs gpg")
+
+
+def _short_dir(prefix):
+    """gpg-agent's socket lives in the GnuPG home, and a Unix socket's path holds at most 107 bytes: under
+    pytest-xdist a test's tmp_path (/tmp/pytest-of-root/pytest-N/popen-gw1/<test name>0/gnupg) is longer."""
+    return Path(tempfile.mkdtemp(prefix=prefix))
+
+
+def _kill_agents_and_remove(path):
+    for home in [path] + [p for p in path.rglob("*") if p.is_dir()]:
+        if (home / "pubring.kbx").exists():
+            subprocess.run(["gpgconf", "--homedir", str(home), "--kill", "gpg-agent"], capture_output=True, check=False)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def tmp_path():
+    """A short tmp_path for this module's GnuPG homes (see _short_dir)."""
+    path = _short_dir("kr-")
+    yield path
+    _kill_agents_and_remove(path)
 
 
 def _key(tmp_path, name):
@@ -47,12 +70,11 @@ def _sign_and_verify(signer_home, keyring, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def keys(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("keys")
+def keys():
+    tmp = _short_dir("keys-")
     made = {"A": _key(tmp, "a"), "B": _key(tmp, "b")}
     yield made
-    for signer in made.values():  # signing started a gpg-agent per signer home
-        subprocess.run(["gpgconf", "--homedir", str(signer[0]), "--kill", "gpg-agent"], capture_output=True, check=False)
+    _kill_agents_and_remove(tmp)  # signing started a gpg-agent per signer home
 
 
 def _keyring(tmp_path):
