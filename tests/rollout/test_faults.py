@@ -132,6 +132,8 @@ def test_check_mode_changes_nothing(fleet):
     # one fleet run per rule costs about a minute; every rule's text is unit-tested, so CI runs one of them
     pytest.param({"rollout_bench_output_range_ratio": 1.5},
                  "rollout_bench_output_range_ratio must be within [0, 1), got 1.5", marks=pytest.mark.slow),
+    pytest.param({"rollout_lock_liveness": 5}, "keeper.liveness (rollout_lock_liveness) must be 0 (no keeper) or at least 10",
+                 marks=pytest.mark.slow),
     ({"rollout_keep_throughput_gain": -1}, "keep_throughput_gain must be a number >= 0"),
 ])
 def test_impossible_settings_are_refused_before_any_change(fleet, bad, rule):

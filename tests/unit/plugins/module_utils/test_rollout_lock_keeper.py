@@ -193,3 +193,38 @@ def test_keeper_settings(value, expected):
 def test_keeper_settings_refuse_what_would_let_a_live_lock_age(value):
     with pytest.raises(ValueError):
         keeper_settings(value)
+
+
+def _action(args, check_mode=False):
+    from unittest import mock
+    from ansible_collections.jetson.specdec.plugins.action import rollout_state as action
+    task = mock.MagicMock(args=args, check_mode=check_mode)
+    plugin = action.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None,
+                                 shared_loader_obj=None)
+    return action, plugin
+
+
+@pytest.mark.parametrize("state", ["read", "lock"])
+def test_a_liveness_no_keeper_can_hold_is_refused_before_the_host_is_read_or_locked(state):
+    """The read-only pass reads the state with the keeper's settings (roles/rollout/tasks/check.yml): a bad
+    rollout_lock_liveness stops there, naming its rule, before the module runs on the host."""
+    from unittest import mock
+    action, plugin = _action({"state": state, "path": "/var/lib/jetson-specdec/state.json", "keeper": {"liveness": 5}})
+    with mock.patch.object(action.ActionBase, "run", return_value={}), \
+            mock.patch.object(plugin, "_execute_module") as module:
+        result = plugin.run(task_vars={})
+    assert result["failed"] is True and result["rule"] == "input.rollout_lock_liveness", result
+    assert "at least 10 seconds" in result["msg"]
+    module.assert_not_called()
+
+
+def test_a_read_with_good_keeper_settings_runs_the_module_and_starts_no_keeper():
+    from unittest import mock
+    action, plugin = _action({"state": "read", "path": "/var/lib/jetson-specdec/state.json", "keeper": {"liveness": 120}})
+    with mock.patch.object(action.ActionBase, "run", return_value={}), \
+            mock.patch.object(plugin, "_execute_module", return_value={"state": {}}) as module, \
+            mock.patch.object(action.lock_keeper, "start", side_effect=AssertionError("a read started a keeper")) as start:
+        result = plugin.run(task_vars={})
+    assert not result.get("failed"), result
+    module.assert_called_once()
+    start.assert_not_called()
