@@ -9,12 +9,12 @@ from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data i
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.third_arm import plan
 
 
-def rollout_third_arm(verdict, settings, method, k, max_batch=256):
-    """``rollout_verdict | jetson.specdec.rollout_third_arm(rollout_settings, method, k, max_batch)``."""
+def rollout_third_arm(verdict, settings, method, k, max_batch=256, probe=None):
+    """``rollout_verdict | jetson.specdec.rollout_third_arm(rollout_settings, method, k, max_batch, probe)``."""
     settings = plain(settings) or {}
     third = settings.get("third_arm") or {}
     out = plan(plain(verdict), settings.get("verdict") or {}, bool(third.get("enabled")), third.get("vllm_version"),
-               method, k, max_batch)
+               method, k, max_batch, probe=plain(probe) or None, measure_between=bool(third.get("measure_between", True)))
     out["candidate_verdict"] = plain(verdict)
     return out
 

@@ -2,8 +2,10 @@
 
 Three copies of the demo's agx-02 (EAGLE-3 at k=3 gains at concurrency 1 and loses at 8, so the candidate
 alone is reverted):
-- ta-kept (vLLM 0.32): the rollout tries vLLM's batch-size schedule - k=3 up to batch 1, k=0 above - judges
-  it against the baseline at every level and keeps it: the unit speculates with the schedule;
+- ta-kept (vLLM 0.32): the rollout measures both arms once at concurrency 2 and 4 (the threshold probe: the
+  default levels [1, 8] leave them unmeasured), tries vLLM's batch-size schedule - k=3 up to the highest of 1, 2
+  and 4 below the first level where the candidate regressed, k=0 above - judges it against the baseline at every
+  level and keeps it: the unit speculates with the schedule;
 - ta-costly (vLLM 0.32, the simulator's speculative_schedule_overhead 0.3: the schedule's own cost on every
   step): the schedule is tried, loses at concurrency 8 and is reverted, as the candidate was;
 - ta-old (vLLM 0.20.1): no schedule in its SpeculativeConfig: the gate turns the third arm off with its rule,
@@ -19,6 +21,7 @@ import pytest
 from harness import assert_serving, assert_state, board, recap
 
 PREFIX = "specdec-ta-"
+TOLERANCE = 0.10
 SHORT = {"rollout_bench_num_prompts": 8, "rollout_bench_warmup_prompts": 1, "rollout_bench_output_len": 32,
          "rollout_verdict_restart_s": 5, "rollout_verdict_max_rounds": 10}
 BOARDS = [
@@ -27,7 +30,7 @@ BOARDS = [
     # tolerance: CI twice ran out of rounds on it (2026-12-05, 2026-12-06) and reverted the host as inconclusive.
     # What this host tests is the third arm kept, so its operator tolerates 10 % at c=8; the candidate's own
     # c=8 loss (-20 to -37 %) still regresses beyond that, and ta-costly keeps the default.
-    board("ta-kept", "agx-02", vllm_version="0.32.0", hostvars={"rollout_c8_regression_tolerance": 0.10}),
+    board("ta-kept", "agx-02", vllm_version="0.32.0", hostvars={"rollout_c8_regression_tolerance": TOLERANCE}),
     board("ta-costly", "agx-02", vllm_version="0.32.0", speculative_schedule_overhead=0.3),
     board("ta-old", "agx-02", vllm_version="0.20.1"),
 ]
@@ -71,6 +74,7 @@ def test_the_check_mode_plan_says_it_would_try_a_third_arm_or_why_not(fleet):
     assert "would try a third arm" in kept, kept
     old = json.dumps(_entry(fleet, "ta-check", "ta-old")["record"].get("reasons") or [])
     assert "no third arm (schedule.vllm_too_old)" in old, old
+    assert "the levels between measured first on both arms" in kept, kept
 
 
 def test_the_run_finishes_without_a_failed_host(fleet):
@@ -78,22 +82,43 @@ def test_the_run_finishes_without_a_failed_host(fleet):
     assert rc == 0, out[-4000:]
 
 
+def threshold_from(probe, tolerance):
+    """The rule, from the recorded probe: up over 2 and 4 while the candidate did not regress there."""
+    threshold = 1
+    for level in probe["levels"]:
+        measured = probe["changes"][str(level)]
+        if measured["change"] < -tolerance or measured["candidate_failed"] > measured["baseline_failed"]:
+            break
+        threshold = level
+    return threshold
+
+
 def test_a_c8_regressing_host_is_kept_with_the_schedule(fleet):
     state = assert_state(fleet, "ta-kept", "kept", "keep")
     arms = _arms(state)
     assert "schedule" in arms and arms.index("schedule") > arms.index("candidate"), arms
-    # every schedule round measured a speculating server (k=3 at batch 1)
+    assert "threshold probe" not in arms, arms  # the probe is not evidence of the verdict
+    # every schedule round measured a speculating server (k=3 up to the threshold)
     assert all(r["speculating"] for r in state["benchmarks"]["rounds"] if r["arm"] == "schedule")
-    spec = json.loads(state["last_good"]["argv"][state["last_good"]["argv"].index("--speculative-config") + 1])
-    assert spec[KEY][0] == [1, 1, spec["num_speculative_tokens"]] and spec[KEY][1][2] == 0, spec
-    assert "speculates up to batch 1; above that it runs the baseline's path" in state["info"]["config_after"]
-    assert_serving(fleet, "ta-kept", speculative=True)
-    assert KEY in fleet.unit("ta-kept")
     record = _entry(fleet, "ta", "ta-kept")["record"]
     _numbers("ta-kept", record)
+    # both arms were measured at 2 and 4 (not rounds of the verdict) and the threshold follows from them
+    probe = record["third_arm"]["probe"]
+    assert probe["levels"] == [2, 4] and set(probe["changes"]) == {"2", "4"}, probe
+    assert all(c["baseline_tok_s"] > 0 and c["candidate_tok_s"] > 0 for c in probe["changes"].values()), probe
+    threshold = threshold_from(probe, TOLERANCE)
+    print("[third arm] ta-kept: probe %s -> threshold %d" % (
+        dict((level, c["change"]) for level, c in probe["changes"].items()), threshold))
+    assert record["third_arm"]["threshold"] == threshold, record["third_arm"]
+    spec = json.loads(state["last_good"]["argv"][state["last_good"]["argv"].index("--speculative-config") + 1])
+    assert spec[KEY][0] == [1, threshold, spec["num_speculative_tokens"]] and spec[KEY][1][2] == 0, spec
+    assert ("speculates up to batch %d; above that it runs the baseline's path" % threshold) in state["info"]["config_after"]
+    assert_serving(fleet, "ta-kept", speculative=True)
+    assert KEY in fleet.unit("ta-kept")
     assert record["third_arm"]["kept"] is True and record["third_arm"]["candidate_verdict"]["decision"] == "revert"
     assert record["third_arm"]["candidate_verdict"]["metrics"]["c8_throughput_change"] < -0.05
     assert "Third arm" in _markdown(fleet, "ta") and "was kept" in _markdown(fleet, "ta")
+    assert "measured between: c=2 " in _markdown(fleet, "ta")
 
 
 def test_a_schedule_whose_own_cost_makes_it_lose_is_reverted(fleet):
@@ -112,5 +137,6 @@ def test_a_vllm_without_the_schedule_turns_the_third_arm_off_with_its_rule(fleet
     assert "schedule" not in _arms(state)
     record = _entry(fleet, "ta", "ta-old")["record"]
     assert record["third_arm"]["tried"] is False and record["third_arm"]["reason"].startswith("schedule.vllm_too_old")
+    assert record["third_arm"].get("probe") is None  # no probe where no schedule can run
     assert "not tried: " in _markdown(fleet, "ta") and "schedule.vllm_too_old" in _markdown(fleet, "ta")
     assert_serving(fleet, "ta-old", speculative=False)

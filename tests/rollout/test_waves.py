@@ -25,6 +25,7 @@ from harness import assert_serving, assert_state, board, recap
 # unit-tested (tests/unit/plugins/module_utils/test_record_wave.py); this is its run on a simulated fleet.
 
 PREFIX = "specdec-wv-"
+CLONED_ID = "0123456789abcdef0123456789abcdef"
 BOARDS = [board("wv-1", "nx-01"), board("wv-4", "nx-01")]
 
 
@@ -39,6 +40,13 @@ def fleet(make_fleet):
     fleet.full = fleet.run("playbooks/rollout.yml", rollout_run_id="wave100", rollout_wave_percent=100)
     plant_pull_record(fleet, "wv-4", "wave100", "20261201T020000-pull")
     fleet.gathered = fleet.run("playbooks/pull_report.yml", pull_report_run_id="gathered")
+    # Both boards cloned from one image: one machine id. Keyed on it, a wave would take both or hold both.
+    for host in fleet.hosts:
+        fleet.sh(host, "printf '%s\\n' " + CLONED_ID + " > /etc/machine-id", check=True)
+    # forced, so that both need a rollout and the wave decides which one runs
+    fleet.cloned = fleet.run("playbooks/rollout.yml", rollout_run_id="cloned", rollout_wave_percent=50, rollout_force=True,
+                             rollout_wave_key="{{ ansible_facts.jetson.machine_id }}")
+    fleet.cloned_pull = fleet.run("playbooks/pull_report.yml", pull_report_run_id="cloned-pull")
     return fleet
 
 
@@ -81,7 +89,7 @@ def test_the_full_wave_adds_the_held_host_and_leaves_the_converged_one(fleet):
     rc, out, dummy = fleet.full
     assert rc == 0, out[-3000:]
     rows = fleet.report_rows("wave100")
-    assert rows["wv-1"]["status"] == "unchanged", rows["wv-1"]
+    assert rows["wv-1"]["status"] == "off", rows["wv-1"]
     assert rows["wv-4"]["status"] == "off", rows["wv-4"]
     assert_state(fleet, "wv-4", "off")
     assert_serving(fleet, "wv-4", speculative=False)
@@ -96,3 +104,28 @@ def test_the_pull_mode_report_names_each_board_and_lists_the_one_without_a_recor
     assert rows["wv-4"]["status"] == "off" and rows["wv-4"]["family"] == "orin_nx", rows["wv-4"]
     assert report["missing_hosts"] == ["wv-1"], report["missing_hosts"]
     assert "Report: " in out
+
+
+def test_boards_sharing_a_machine_id_are_keyed_on_their_inventory_names_and_named_with_the_fix(fleet):
+    """Keyed on the shared machine id both boards would fall into one bucket; each is keyed on its inventory
+    name instead (wv-1 -> 4 inside the 50 % wave, wv-4 -> 82 held), and the run says so with the fix."""
+    rc, out, dummy = fleet.cloned
+    assert rc == 0, out[-3000:]
+    for host, other in (("wv-1", "wv-4"), ("wv-4", "wv-1")):
+        assert "%s shares its machine id" % host in out and "with %s (boards cloned from one image)" % other in out, out[-3000:]
+    assert "systemd-machine-id-setup" in out
+    assert CLONED_ID not in out  # named by a short hash, never the id itself
+    rows = fleet.report_rows("cloned")
+    assert rows["wv-4"]["status"] == "held", rows["wv-4"]
+    assert rows["wv-1"]["status"] == "off", rows["wv-1"]
+    assert_serving(fleet, "wv-1", speculative=False)
+    assert_serving(fleet, "wv-4", speculative=False)
+
+
+def test_the_pull_mode_report_names_the_boards_that_share_a_machine_id(fleet):
+    rc, out, dummy = fleet.cloned_pull
+    assert rc == 0, out[-3000:]
+    assert "WARNING: wv-1 + wv-4 share a machine id" in out, out[-3000:]
+    assert "systemd-machine-id-setup" in out
+    # the earlier pull report, with their own ids, said nothing of the kind
+    assert "share a machine id" not in fleet.gathered[1]

@@ -238,7 +238,8 @@ def dry_run_plan(launch, settings, refusal="", policy_off=""):
     if (settings or {}).get("hold_clocks"):
         what += "; at MAXN with jetson_clocks held, then put back as it was"
     third = (settings or {}).get("third_arm") or {}
-    third_line = dry_run_line(bool(third.get("enabled")), third.get("vllm_version"), plan["method"])
+    third_line = dry_run_line(bool(third.get("enabled")), third.get("vllm_version"), plan["method"],
+                              bool(third.get("measure_between", True)))
     if third_line:
         plan["third_arm"] = third_line
         what += "; " + third_line
@@ -538,7 +539,8 @@ def prefetched(result):
 def third_arm_record(third_arm, kept):
     """What the record keeps of the third arm (verdict/third_arm.py's plan, with the candidate's own verdict
     before it): whether it was tried and why (not), the threshold, the schedule and the sentence."""
-    arm = dict((k, third_arm.get(k)) for k in ("try", "reason", "threshold", "k", "schedule", "regressed_at", "line"))
+    arm = dict((k, third_arm.get(k)) for k in ("try", "reason", "threshold", "k", "schedule", "regressed_at", "line",
+                                               "probe"))
     arm["tried"] = bool(arm.pop("try"))
     arm["kept"] = bool(kept and arm["tried"])
     first = third_arm.get("candidate_verdict") or {}

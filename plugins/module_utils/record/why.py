@@ -333,8 +333,21 @@ def third_arm(record):
         return "not tried: %s%s" % (before, _short(reason)) if reason.startswith("schedule.") else None
     schedule = " ".join("[%s-%s: k=%s]" % tuple(e) for e in arm.get("schedule") or [])
     outcome = "kept" if arm.get("kept") else "judged against the baseline and reverted"
-    return "%sthe schedule (it %s; vLLM's num_speculative_tokens_per_batch_size %s) was %s" % (
-        before, arm.get("line"), schedule, outcome)
+    return "%s%sthe schedule (it %s; vLLM's num_speculative_tokens_per_batch_size %s) was %s" % (
+        before, _probed(arm.get("probe")), arm.get("line"), schedule, outcome)
+
+
+def _probed(probe):
+    """The threshold probe in words ("measured between: c=2 +18 %, c=4 -9 %; "), or "" without one."""
+    changes = (probe or {}).get("changes") if isinstance(probe, dict) else None
+    if not isinstance(changes, dict) or not changes:
+        return ""
+    words = []
+    for level in sorted(changes, key=lambda key: int(key)):
+        change = (changes[level] or {}).get("change")
+        if isinstance(change, (int, float)):
+            words.append("c=%s %+.0f %%" % (level, 100 * change))
+    return "measured between: %s; " % ", ".join(words) if words else ""
 
 
 def explain(record):

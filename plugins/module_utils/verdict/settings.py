@@ -111,7 +111,12 @@ def rollout_settings(bench, verdict, ttft=None):
     if not isinstance(third, dict) or not isinstance(third.get("enabled", True), bool):
         raise SettingsError("rollout_third_arm must be a boolean (true tries the batch-size schedule as a third "
                             "arm where vLLM supports it, false never does), got %r." % (third.get("enabled"),))
+    if not isinstance(third.get("measure_between", True), bool):
+        raise SettingsError("rollout_third_arm_measure_between must be a boolean (true measures both arms once at the "
+                            "levels between the judged and the regressing one before the threshold is chosen, false "
+                            "takes the threshold from the measured levels only), got %r." % (third.get("measure_between"),))
     return {"verdict": params, "ttft": guard, "levels": levels, "hold_clocks": bool(bench.get("hold_clocks", False)),
             "equivalence": equivalence,
             # the third arm (verdict/third_arm.py): on or off, and the serving vLLM's version its gate reads
-            "third_arm": {"enabled": bool(third.get("enabled", True)), "vllm_version": third.get("vllm_version") or None}}
+            "third_arm": {"enabled": bool(third.get("enabled", True)), "vllm_version": third.get("vllm_version") or None,
+                          "measure_between": bool(third.get("measure_between", True))}}

@@ -12,15 +12,20 @@ against the baseline at every level, and kept only when it wins at c=1 and regre
 
 ``plan`` says whether to try it and with which threshold: the highest measured level below the lowest
 level that regressed, so every batch size the schedule speculates at up to a measured level was measured
-not to regress (the levels between it and the regressing level were not measured: rollout_bench_concurrency
-[1, 2, 4, 8] gives a finer threshold than [1, 8]).
+not to regress. The powers of two between that level and the regressing one that no round measured (2 and 4
+with the default levels [1, 8]) are ``probe_levels``: the rollout measures both arms there once (the
+threshold probe, not a round of the verdict, as the k probe is not) and ``plan`` with ``probe`` raises the
+threshold over every probed level that did not regress, up to the first that did.
 """
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
+import math
+
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.batch_schedule import (
     ScheduleError, build_schedule, describe, supports_schedule)
 from ansible_collections.jetson.specdec.plugins.module_utils.launch.gates import parse_version
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict import evidence, inputs
 
 
 def _levels(verdict):
@@ -56,12 +61,74 @@ def choose_threshold(verdict, tolerance):
     return max(below), first
 
 
-def plan(verdict, params, enabled, version, method, k, max_batch=256):
+def levels_between(threshold, first, measured):
+    """The powers of two above ``threshold`` and below ``first`` (the first regressing level) that no round
+    measured: where the threshold probe measures both arms."""
+    out, level = [], 2
+    while level < first:
+        if level > threshold and level not in measured:
+            out.append(level)
+        level *= 2
+    return out
+
+
+class ProbeError(ValueError):
+    """A threshold probe that cannot be read (a level missing or measuring nothing): the third arm is off."""
+
+
+def probe_changes(probe, levels):
+    """{level: {baseline_tok_s, candidate_tok_s, change, baseline_failed, candidate_failed}} from the threshold
+    probe's two benchmarks (``probe``: {"baseline": vllm_bench result, "candidate": vllm_bench result}), with the
+    verdict's own throughput estimate of a level (verdict/evidence.py)."""
+    out = {}
+    for level in levels:
+        level_out = {}
+        for arm in ("baseline", "candidate"):
+            run = evidence.find_run((probe or {}).get(arm), level)
+            if run is None:
+                raise ProbeError("schedule.probe_failed: the %s's probe benchmark has no level %d" % (arm, level))
+            ev = evidence.level_evidence(run, "threshold probe %s c=%d" % (arm, level), 0.25)
+            if ev["thr"] is None:
+                raise ProbeError("schedule.probe_failed: the %s's probe at concurrency %d completed no request"
+                                 % (arm, level))
+            level_out[arm + "_tok_s"] = round(math.exp(ev["thr"]), 4)
+            level_out[arm + "_failed"] = ev["failed"]
+        level_out["change"] = round(level_out["candidate_tok_s"] / level_out["baseline_tok_s"] - 1.0, 4)
+        out[level] = level_out
+    return out
+
+
+def threshold_with_probe(threshold, first, changes, tolerance):
+    """The threshold raised over every probed level, in order, that did not regress (change at or above
+    -tolerance, and no more failed requests than the baseline's), up to the first that did."""
+    for level in sorted(changes):
+        if level <= threshold:
+            continue
+        if level >= first:
+            break
+        measured = changes[level]
+        if measured["change"] < -tolerance or measured["candidate_failed"] > measured["baseline_failed"]:
+            break
+        threshold = level
+    return threshold
+
+
+def _probe_words(changes, threshold):
+    return "measured between: %s; threshold %d" % (
+        ", ".join("c=%d %+.0f %%" % (level, 100 * changes[level]["change"]) for level in sorted(changes)), threshold)
+
+
+def plan(verdict, params, enabled, version, method, k, max_batch=256, probe=None, measure_between=True):
     """Whether to try the third arm after the candidate's ``verdict``: {"try", "reason", and when tried
-    "threshold", "k", "schedule", "line"}. ``params``: the verdict's thresholds (rollout_settings.verdict);
-    ``version``: the serving vLLM's version string or None; ``method``: the candidate's method; ``k``: the
-    k the candidate ran (the schedule's k up to the threshold); ``max_batch``: vllm_server_max_num_seqs."""
-    out = {"try": False, "reason": None, "threshold": None, "k": None, "schedule": None, "line": None}
+    "threshold", "k", "schedule", "line", "probe_levels", "probe"}. ``params``: the verdict's thresholds
+    (rollout_settings.verdict); ``version``: the serving vLLM's version string or None; ``method``: the
+    candidate's method; ``k``: the k the candidate ran (the schedule's k up to the threshold); ``max_batch``:
+    vllm_server_max_num_seqs. ``measure_between`` (rollout_third_arm_measure_between): list the unmeasured
+    levels below the regressing one as ``probe_levels`` (the threshold is provisional until they are measured);
+    ``probe``: the threshold probe's {baseline, candidate} results at those levels, which sets the threshold.
+    A probe that cannot be read turns the third arm off (``schedule.probe_failed``)."""
+    out = {"try": False, "reason": None, "threshold": None, "k": None, "schedule": None, "line": None,
+           "probe_levels": [], "probe": None}
     if not enabled:
         out["reason"] = "rollout_third_arm is off"
         return out
@@ -83,19 +150,34 @@ def plan(verdict, params, enabled, version, method, k, max_batch=256):
     if refusal:
         out["reason"] = refusal
         return out
+    low, high = _levels(verdict)
+    between = levels_between(threshold, first, [low] + high) if measure_between else []
+    probed = ""
+    if between and probe is not None:
+        try:
+            changes = probe_changes(probe, between)
+        except (ProbeError, inputs.InputError) as exc:
+            out["reason"] = str(exc) if str(exc).startswith("schedule.") else "schedule.probe_failed: %s" % exc
+            return out
+        threshold = threshold_with_probe(threshold, first, changes,
+                                         float((params or {}).get("c8_regression_tolerance", 0.05)))
+        out["probe"] = {"levels": between, "changes": dict((str(level), changes[level]) for level in between)}
+        probed = "; " + _probe_words(changes, threshold)
+        between = []
     try:
         schedule = build_schedule(int(threshold), int(k), max_batch)
     except (ScheduleError, TypeError, ValueError) as exc:
         out["reason"] = "schedule.invalid: %s" % exc
         return out
     out.update({"try": True, "threshold": threshold, "k": int(k), "schedule": schedule, "regressed_at": first,
-                "reason": "the candidate gains %+.0f %% at concurrency %d and regresses at concurrency %d"
-                          % (100 * gain["point"], _levels(verdict)[0], first),
+                "probe_levels": between,
+                "reason": "the candidate gains %+.0f %% at concurrency %d and regresses at concurrency %d%s"
+                          % (100 * gain["point"], low, first, probed),
                 "line": describe(threshold)})
     return out
 
 
-def dry_run_line(enabled, version, method):
+def dry_run_line(enabled, version, method, measure_between=True):
     """The check-mode plan's sentence about the third arm."""
     if not enabled:
         return None
@@ -103,4 +185,5 @@ def dry_run_line(enabled, version, method):
     if refusal:
         return "no third arm (%s)" % refusal.split(":", 1)[0]
     return ("would try a third arm if it wins at the judged level and regresses above it: speculation up to a "
-            "batch-size threshold, none above (vLLM's num_speculative_tokens_per_batch_size)")
+            "batch-size threshold, none above (vLLM's num_speculative_tokens_per_batch_size)"
+            + (", the levels between measured first on both arms" if measure_between else ""))

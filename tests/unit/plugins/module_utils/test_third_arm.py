@@ -131,6 +131,69 @@ def test_the_third_arm_is_tried_only_after_a_c1_win_with_a_regression_on_a_vllm_
         assert out["try"] is False and why in out["reason"], out
 
 
+# --------------------------------------------------------------------------- the threshold probe
+
+def probe_result(tok_s, failed=None):
+    """A vllm_bench result trimmed to what the probe reads: {level: tok/s}, ``failed`` {level: count}."""
+    return {"runs": [{"concurrency": level, "completed": 30, "failed": (failed or {}).get(level, 0), "duration_s": 40.0,
+                      "throughput_tok_s": value, "tpot_ms_p50": 20.0} for level, value in sorted(tok_s.items())]}
+
+
+@pytest.mark.parametrize("threshold, first, measured, between", [
+    (1, 8, [1, 8], [2, 4]),           # the default levels: both powers of two between are unmeasured
+    (2, 8, [1, 2, 8], [4]),           # expected concurrency 2 is measured already
+    (4, 8, [1, 2, 4, 8], []),         # rollout_bench_concurrency [1, 2, 4, 8]: nothing to probe
+    (1, 2, [1, 2, 8], []),            # c=2 regressed: nothing between 1 and 2
+    (1, 16, [1, 16], [2, 4, 8]),
+])
+def test_the_probe_measures_the_unmeasured_powers_of_two_below_the_first_regression(threshold, first, measured, between):
+    assert third_arm.levels_between(threshold, first, measured) == between
+
+
+def test_with_the_default_levels_the_plan_asks_for_a_probe_at_2_and_4_and_keeps_threshold_1_until_then():
+    out = third_arm.plan(verdict({8: -0.3}), PARAMS, True, "0.32.0", "eagle3", 3, 8)
+    assert out["try"] and out["probe_levels"] == [2, 4] and out["threshold"] == 1 and out["probe"] is None
+    off = third_arm.plan(verdict({8: -0.3}), PARAMS, True, "0.32.0", "eagle3", 3, 8, measure_between=False)
+    assert off["try"] and off["probe_levels"] == [] and off["threshold"] == 1
+    # a gate that refuses the schedule asks for no probe either: the probe would cost restarts for nothing
+    old = third_arm.plan(verdict({8: -0.3}), PARAMS, True, "0.20.1", "eagle3", 3, 8)
+    assert not old["try"] and old["probe_levels"] == []
+
+
+@pytest.mark.parametrize("base, cand, failed, threshold, words", [
+    ({2: 100, 4: 180}, {2: 118, 4: 176}, None, 4, "c=2 +18 %, c=4 -2 %; threshold 4"),     # -2 % is within 5 %
+    ({2: 100, 4: 180}, {2: 118, 4: 164}, None, 2, "c=2 +18 %, c=4 -9 %; threshold 2"),
+    ({2: 100, 4: 180}, {2: 90, 4: 200}, None, 1, "c=2 -10 %, c=4 +11 %; threshold 1"),     # a later recovery does not count
+    ({2: 100, 4: 180}, {2: 130, 4: 200}, {2: 1}, 1, "threshold 1"),                          # failing more is a regression
+])
+def test_the_probe_raises_the_threshold_over_each_level_that_did_not_regress(base, cand, failed, threshold, words):
+    probe = {"baseline": probe_result(base), "candidate": probe_result(cand, failed)}
+    out = third_arm.plan(verdict({8: -0.3}), PARAMS, True, "0.32.0", "eagle3", 3, 8, probe=probe)
+    assert out["try"] and out["threshold"] == threshold and out["probe_levels"] == [], out
+    assert out["schedule"] == bs.build_schedule(threshold, 3, 8)
+    assert out["line"] == "speculates up to batch %d; above that it runs the baseline's path" % threshold
+    assert words in out["reason"], out["reason"]
+    assert out["probe"]["levels"] == [2, 4] and out["probe"]["changes"]["2"]["baseline_tok_s"] == base[2]
+
+
+@pytest.mark.parametrize("probe, why", [
+    ({"baseline": probe_result({2: 100}), "candidate": probe_result({2: 120, 4: 150})}, "baseline's probe benchmark has no level 4"),
+    ({"baseline": probe_result({2: 100, 4: 180}), "candidate": {"runs": []}}, "candidate's probe benchmark has no level 2"),
+    ({"baseline": probe_result({2: 100, 4: 180}), "candidate": probe_result({2: 120, 4: float("nan")})}, "finite"),
+])
+def test_a_probe_that_cannot_be_read_turns_the_third_arm_off_naming_why(probe, why):
+    out = third_arm.plan(verdict({8: -0.3}), PARAMS, True, "0.32.0", "eagle3", 3, 8, probe=probe)
+    assert out["try"] is False and out["reason"].startswith("schedule.probe_failed:") and why in out["reason"], out
+
+
+def test_the_record_keeps_the_probe_and_the_report_line_names_the_threshold():
+    probe = {"baseline": probe_result({2: 100, 4: 180}), "candidate": probe_result({2: 118, 4: 164})}
+    plan = third_arm.plan(verdict({8: -0.3}), PARAMS, True, "0.32.0", "eagle3", 3, 8, probe=probe)
+    kept = rec.third_arm_record(dict(plan, candidate_verdict=verdict({8: -0.3})), True)
+    assert kept["threshold"] == 2 and kept["probe"]["changes"]["4"]["change"] == pytest.approx(-0.0889, abs=1e-4)
+    assert kept["kept"] is True and kept["tried"] is True
+
+
 def test_the_check_mode_plan_says_it_would_try_a_third_arm_or_why_not():
     launch = {"candidate": {"plan": {"speculative_config": {"method": "eagle3", "model": "h/e", "num_speculative_tokens": 3}},
                             "rungs": [], "gpu_memory_utilization": 0.7}, "baseline": {"gpu_memory_utilization": 0.75}}
@@ -215,3 +278,12 @@ def test_the_report_says_a_kept_schedule_speculates_only_up_to_its_batch():
     # the same host without the schedule (the candidate kept as it is) speculates at every batch size
     plain = host_row(dict(done, third_arm=dict(done["third_arm"], kept=False)))
     assert plain["schedule_upto"] is None and runs_now_label(plain) == "eagle3 k=3"
+
+
+def test_the_report_line_of_a_probed_schedule_names_the_levels_between():
+    probe = {"baseline": probe_result({2: 100, 4: 180}), "candidate": probe_result({2: 118, 4: 164})}
+    plan = third_arm.plan(verdict({8: -0.3}), PARAMS, True, "0.32.0", "eagle3", 3, 8, probe=probe)
+    done = rec.judged(dict(RECORD, status="queued"), verdict({8: -0.3}), [], RUNGS[0], {},
+                      third_arm=dict(plan, candidate_verdict=verdict({8: -0.3})))
+    line = explain(done)["third_arm"]
+    assert "measured between: c=2 +18 %, c=4 -9 %; the schedule (it speculates up to batch 2;" in line, line
