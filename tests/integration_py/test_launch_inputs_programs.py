@@ -154,3 +154,36 @@ def test_what_the_real_vllm_parser_reads_hostile_spellings_as():
         assert dest in real[arg], (arg, real[arg])
         entry = re.split(r"[=.]", arg.lstrip("-"), maxsplit=1)[0]
         assert inputs.check_extra_args([arg], [entry]), arg
+
+
+def test_a_value_with_no_flag_before_it_is_refused_as_the_real_parser_refuses_it():
+    """A stray value (the first item, or after --flag=value) is an unrecognized argument to the real parser: vLLM
+    would not start, so the check refuses it before any host changes."""
+    import json
+    python = _lane_python()
+    if python is None:
+        pytest.skip("no vLLM lane venv on this machine")
+    cases = [["--max-num-batched-tokens=4096", "other/model"], ["@args.txt"], ["4096"]]
+    code = textwrap.dedent("""
+        import json, sys
+        from vllm.entrypoints.cli.serve import ServeSubcommand
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+        top = FlexibleArgumentParser()
+        ServeSubcommand().subparser_init(top.add_subparsers(dest="subparser"))
+        out = []
+        for args in json.loads(sys.argv[1]):
+            try:
+                top.parse_args(["serve", "a/b"] + args)
+                out.append(0)
+            except SystemExit as exc:
+                out.append(exc.code)
+        print(json.dumps(out))
+    """)
+    res = subprocess.run([python, "-c", code, json.dumps(cases)], capture_output=True, text=True, timeout=300, check=True)
+    assert json.loads(res.stdout.strip().splitlines()[-1]) == [2, 2, 2], res.stderr[-2000:]
+    for args in cases:
+        refusals = inputs.check_extra_args(args)
+        assert [r for r in refusals if "is a value with no flag before it" in r] == refusals != [], (args, refusals)
+    assert inputs.check_extra_args(["--max-num-batched-tokens", "4096"]) == []
+    assert inputs.check_extra_args(["--max-num-batched-tokens=4096", "--seed", "7"]) == []
+

@@ -463,13 +463,22 @@ def check_extra_args(extra_args, extra_flags_allowed=()):
             out.append(_refusal("extra_flags_allowed", "vllm_server_extra_flags_allowed " + why))
         else:
             allowed.add(normalise_long(flag if flag.startswith("--") else "--" + flag))
+    previous = None
     for arg in extra_args:
+        before, previous = previous, arg
         if not isinstance(arg, str) or not _EXTRA_ARG_RE.match(arg):
             out.append(_refusal("extra_args", "vllm_server_extra_args item %r is refused: one argument per item, "
                                 "letters, digits and _@+=:,./- only (no spaces, quotes, $ or ;)." % (arg,)))
             continue
         if not arg.startswith("-") or _NUMBER_RE.match(arg):
-            continue  # a value of the flag before it
+            # a value of the flag before it; with no flag before it (the first item, or after --flag=value) vLLM's
+            # parser refuses it ("unrecognized arguments") and vLLM does not start
+            if before is None or (isinstance(before, str) and before.startswith("-") and "=" in before
+                                  and not _NUMBER_RE.match(before)):
+                out.append(_refusal("extra_args", "vllm_server_extra_args item %r is a value with no flag before it: "
+                                    "vLLM's parser refuses it (unrecognized arguments) and vLLM would not start. Fix: "
+                                    "put it right after its --flag, or write --flag=value in one item." % (arg,)))
+            continue
         if arg == "--" or arg.startswith("--=") or arg.startswith("---"):
             why = "ends vLLM's options or is no option name. Fix: one --flag per item, then its value."
         elif arg.startswith("--"):

@@ -130,3 +130,20 @@ def test_every_owned_and_secret_flag_is_in_the_0_32_table():
 @pytest.mark.parametrize("version, count", [("0.32.0", 1), ("0.32", 1), ("0.20.1", 1), (None, 1), ("x", 1)])
 def test_tables_fall_back_to_every_table(version, count):
     assert len(serve_options.tables(version)) == count
+
+
+@pytest.mark.parametrize("args", [
+    ["other/model"], ["@args.txt"], ["8"], ["--max-num-batched-tokens=4096", "other/model"],
+    ["--seed=7", "7"], ["-tp=1", "2"],
+])
+def test_a_value_with_no_flag_before_it_is_refused(args):
+    """vLLM's parser refuses a stray value (unrecognized arguments: tests/integration_py/test_launch_inputs_programs.py)."""
+    refusals = inputs.check_extra_args(args)
+    assert len(refusals) == 1 and refusals[0].startswith("input.extra_args:"), refusals
+    assert "is a value with no flag before it" in refusals[0] and "--flag=value in one item" in refusals[0]
+
+
+@pytest.mark.parametrize("args", [["--max-num-batched-tokens", "4096"], ["--seed", "7", "--block-size", "16"],
+                                  ["-tp", "1"], ["--cuda-graph-sizes", "1", "2", "4"]])
+def test_a_value_right_after_its_flag_passes(args):
+    assert inputs.check_extra_args(args) == []
