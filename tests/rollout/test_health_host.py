@@ -17,7 +17,8 @@ import pytest
 
 from harness import assert_state, board
 
-# make integration-all (about 2-3 min of fleet time); CI's hour has no room for it: the health address of the plan is unit-tested in CI (test_launch_plan).
+# make integration-all (about 2-3 min of fleet time); CI's hour has no room for it:
+# the health address of the plan is unit-tested in CI (test_launch_plan).
 pytestmark = pytest.mark.slow
 PREFIX = "specdec-hh-"
 HOST = "hh-lan"

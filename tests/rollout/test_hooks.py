@@ -18,7 +18,8 @@ import pytest
 
 from harness import assert_serving, board, recap
 
-# make integration-all (about 2-3 min of fleet time); CI's hour has no room for it: the hook rules (names, files, failures) are unit-tested in CI (test_common_hooks).
+# make integration-all (about 2-3 min of fleet time); CI's hour has no room for it:
+# the hook rules (names, files, failures) are unit-tested in CI (test_common_hooks).
 pytestmark = pytest.mark.slow
 PREFIX = "specdec-hk-"
 SHORT = {"rollout_bench_num_prompts": 8, "rollout_bench_warmup_prompts": 1, "rollout_bench_output_len": 32,

@@ -10,7 +10,8 @@ import pytest
 
 from harness import assert_state, board, recap
 
-# make integration-all (about 2-3 min of fleet time); CI's hour has no room for it: finding vLLM outside PATH is unit-tested in CI (test_native_bin_probe).
+# make integration-all (about 2-3 min of fleet time); CI's hour has no room for it:
+# finding vLLM outside PATH is unit-tested in CI (test_native_bin_probe).
 pytestmark = pytest.mark.slow
 PREFIX = "specdec-nb-"
 VENV_VLLM = "/opt/vllm-venv/bin/vllm"

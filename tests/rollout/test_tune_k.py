@@ -20,7 +20,8 @@ import pytest
 
 from harness import assert_serving, board
 
-# make integration-all (about 2-3 min of fleet time); CI's hour has no room for it: the choice of k is unit-tested in CI (test_verdict_choose_k).
+# make integration-all (about 2-3 min of fleet time); CI's hour has no room for it:
+# the choice of k is unit-tested in CI (test_verdict_choose_k).
 pytestmark = pytest.mark.slow
 PREFIX = "specdec-tk-"
 SHORT = {"rollout_bench_num_prompts": 8, "rollout_bench_warmup_prompts": 1, "rollout_bench_output_len": 32,
