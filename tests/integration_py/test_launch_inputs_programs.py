@@ -186,4 +186,3 @@ def test_a_value_with_no_flag_before_it_is_refused_as_the_real_parser_refuses_it
         assert [r for r in refusals if "is a value with no flag before it" in r] == refusals != [], (args, refusals)
     assert inputs.check_extra_args(["--max-num-batched-tokens", "4096"]) == []
     assert inputs.check_extra_args(["--max-num-batched-tokens=4096", "--seed", "7"]) == []
-

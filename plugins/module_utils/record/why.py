@@ -343,7 +343,7 @@ def _probed(probe):
     if not isinstance(changes, dict) or not changes:
         return ""
     words = []
-    for level in sorted(changes, key=lambda key: int(key)):
+    for level in sorted(changes, key=int):
         change = (changes[level] or {}).get("change")
         if isinstance(change, (int, float)):
             words.append("c=%s %+.0f %%" % (level, 100 * change))
