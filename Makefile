@@ -92,7 +92,7 @@ molecule-all:
 # pull mode. Each module brings up its own containers, so two modules run at a time (a fleet test
 # keeps the 2-core machine about half busy: Ansible waits on the boards). `make test` (CI) runs
 # them without the `slow` ones (the state-directory and lock fault suites, the pull-mode timer, the
-# clock hold, the plausibility rules, the hooks, k tuning, vLLM outside PATH and the LAN health check,
+# clock hold, the plausibility rules, the hooks, k tuning, the watch, vLLM outside PATH and the LAN health check,
 # ~50 min more); `make integration-all` runs everything. Two at a time: the
 # fleets keep 2 cores busy (three at a time measured no faster, at a load average near 20).
 INTEGRATION_MARK ?= not slow

@@ -25,7 +25,12 @@ SHORT = {"rollout_bench_num_prompts": 8, "rollout_bench_warmup_prompts": 1, "rol
          "rollout_verdict_restart_s": 5, "rollout_verdict_max_rounds": 6,
          # systemd gives up after 3 crashes 1 s apart, as it does after 5 at the default 10 s
          "vllm_server_restart_sec": 1, "vllm_server_start_limit_burst": 3}
-BOARDS = [board(HOST, "agx-01")]
+# The verdict is not under test here: agx-01's EAGLE-3 gains about +38 % at c=1 with 8 prompts of 32 tokens, close
+# enough to the 30 % bar that a loaded CI host ran out of rounds on it (inconclusive, reverted: 2026-12-07) and
+# nothing was left to crash-loop. Low bars make the first keep certain; the later asserts accept either outcome.
+EASY_KEEP = {"rollout_keep_throughput_gain": 0.05, "rollout_keep_tpot_drop": 0.05, "rollout_revert_throughput_gain": 0.01,
+             "rollout_c8_regression_tolerance": 0.9, "rollout_marginal_action": "keep"}
+BOARDS = [board(HOST, "agx-01", hostvars=EASY_KEEP)]
 PROFILE = "/etc/jetson-sim/profile.json"
 BREAK = ("python3 -c \"import json; p=json.load(open('%s')); p['faults']={'when': 'speculative', "
          "'oom_when_speculative': True}; json.dump(p, open('%s', 'w'))\" && systemctl restart vllm" % (PROFILE, PROFILE))

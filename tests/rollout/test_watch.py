@@ -17,6 +17,10 @@ import pytest
 
 from harness import assert_serving, assert_state, board, recap
 
+# make integration-all (about 5 min of fleet time); CI's hour has no room for it: the watch's rules are
+# unit-tested in CI (test_record_watch) and the lane runs it on real vLLM's counters in CI.
+pytestmark = pytest.mark.slow
+
 PREFIX = "specdec-watch-"
 MARKER = "quarterly tariff codes"
 SHORT = {"rollout_bench_num_prompts": 8, "rollout_bench_warmup_prompts": 1, "rollout_bench_output_len": 32,

@@ -399,6 +399,7 @@ def test_rollout_decides_on_eagle3_on_real_vllm(hosts):
     assert "revert (" in report or "### revert" in report, report[-3000:]
 
 
+@pytest.mark.slow  # make real-lane-all: the rejection texts are in CI through test_invalid_configs
 def test_role_rejected_config_fails_with_vllms_message(hosts):
     """A speculative max_model_len above the draft's passes preflight; vLLM refuses it."""
     failure_file = hosts["logs"] / "rejected-failure.json"
