@@ -105,8 +105,8 @@ integration: venv collection-path testbed
 integration-all:
 	$(MAKE) --no-print-directory integration INTEGRATION_MARK="slow or not slow"
 
-# The real vLLM lane: `make test` runs it without the `slow` tests (vllm_bench against `vllm bench
-# serve` and the rejected-config rollout; ~15 min more);
+# The real vLLM lane: `make test` runs it without the `slow` tests (the keep/revert rollout, vllm_bench
+# against `vllm bench serve`, the rejected-config, k-tuning and n-gram text rollouts; ~45 min more);
 # `make real-lane-all` runs every lane test.
 LANE_MARK ?= not slow
 real-lane: venv collection-path

@@ -18,7 +18,7 @@ import pytest
 from harness import assert_serving, assert_state, board, recap
 
 # make integration-all (about 5 min of fleet time); CI's hour has no room for it: the watch's rules are
-# unit-tested in CI (test_record_watch) and the lane runs it on real vLLM's counters in CI.
+# unit-tested in CI (test_record_watch); make real-lane-all runs it on real vLLM's counters.
 pytestmark = pytest.mark.slow
 
 PREFIX = "specdec-watch-"

@@ -117,6 +117,7 @@ def _speedup(record: dict) -> dict:
     return out
 
 
+@pytest.mark.slow  # make real-lane-all: two real vLLM rollouts (~11 min); CI runs the role on real vLLM (below)
 def test_rollout_keeps_prefix_reverts_unrelated(hosts):
     run_id = "lane-" + time.strftime("%Y%m%dT%H%M%S")
     report_dir = hosts["logs"] / "reports"
@@ -199,6 +200,7 @@ def _check_counters_grow(name: str) -> dict:
     return s
 
 
+@pytest.mark.slow  # needs the rollout above (make real-lane-all)
 def test_kept_host_serves_prefix_draft_under_the_role(hosts):
     name = hosts["names"]["keep"]
     want = {"method": "draft_model", "model": str(hosts["models"] / "draft-prefix"),
@@ -239,6 +241,7 @@ def _watch_values(name: str) -> dict:
                 for line in text.splitlines() if line and not line.startswith("#"))
 
 
+@pytest.mark.slow  # needs the rollout above (make real-lane-all)
 def test_the_watch_reads_real_vllms_counters_on_the_kept_host(hosts):
     """playbooks/watch.yml against real vLLM (issue 35): the kept host's /metrics, scraped twice around a window of
     its users' traffic, give the acceptance the verdict kept it on (the prefix draft: every token accepted), so the
@@ -267,6 +270,7 @@ def test_the_watch_reads_real_vllms_counters_on_the_kept_host(hosts):
     assert "revert: not_kept. Nothing to watch: the state says reverted, not kept." in out, out[-3000:]
 
 
+@pytest.mark.slow  # needs the rollout above (make real-lane-all)
 def test_endpoint_contract_real_vs_simulator(hosts, tmp_path):
     diffs = {}
     for host, speculative in (("keep", True), ("revert", False)):
