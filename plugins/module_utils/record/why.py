@@ -14,6 +14,7 @@ import re
 
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.roofline import limit_roofline, time_scale_of
 from ansible_collections.jetson.specdec.plugins.module_utils.record.record import roofline_limit
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.third_arm import probe_words
 
 # The first reason that decided the outcome comes first; the report shows every reason, each in full
 # (a refusal's "Fix:" is its last part: cutting a reason cut the fix). Only the console shortens text.
@@ -338,16 +339,10 @@ def third_arm(record):
 
 
 def _probed(probe):
-    """The threshold probe in words ("measured between: c=2 +18 %, c=4 -9 %; "), or "" without one."""
-    changes = (probe or {}).get("changes") if isinstance(probe, dict) else None
-    if not isinstance(changes, dict) or not changes:
-        return ""
-    words = []
-    for level in sorted(changes, key=int):
-        change = (changes[level] or {}).get("change")
-        if isinstance(change, (int, float)):
-            words.append("c=%s %+.0f %%" % (level, 100 * change))
-    return "measured between: %s; " % ", ".join(words) if words else ""
+    """The threshold probe in words, then "; " (verdict/third_arm.py's probe_words), or "" without one."""
+    changes = probe.get("changes") if isinstance(probe, dict) else None
+    words = probe_words(changes) if isinstance(changes, dict) else ""
+    return words + "; " if words else ""
 
 
 def explain(record):

@@ -113,9 +113,15 @@ def threshold_with_probe(threshold, first, changes, tolerance):
     return threshold
 
 
-def _probe_words(changes, threshold):
-    return "measured between: %s; threshold %d" % (
-        ", ".join("c=%d %+.0f %%" % (level, 100 * changes[level]["change"]) for level in sorted(changes)), threshold)
+def probe_words(changes):
+    """The threshold probe's changes ({level: {change, ...}}, levels as ints or, from a record, strings) in words:
+    "measured between: c=2 +18 %, c=4 -9 %", or "" when none is a number. The plan's reason and the report say it."""
+    words = []
+    for level in sorted(changes or {}, key=int):
+        change = (changes[level] or {}).get("change")
+        if isinstance(change, (int, float)) and not isinstance(change, bool):
+            words.append("c=%s %+.0f %%" % (level, 100 * change))
+    return "measured between: %s" % ", ".join(words) if words else ""
 
 
 def plan(verdict, params, enabled, version, method, k, max_batch=256, probe=None, measure_between=True):
@@ -162,7 +168,7 @@ def plan(verdict, params, enabled, version, method, k, max_batch=256, probe=None
         threshold = threshold_with_probe(threshold, first, changes,
                                          float((params or {}).get("c8_regression_tolerance", 0.05)))
         out["probe"] = {"levels": between, "changes": dict((str(level), changes[level]) for level in between)}
-        probed = "; " + _probe_words(changes, threshold)
+        probed = "; %s; threshold %d" % (probe_words(changes), threshold)
         between = []
     try:
         schedule = build_schedule(int(threshold), int(k), max_batch)
