@@ -11,8 +11,8 @@ model time grows with how badly requests batch, which CPU contention on the test
 - noisy (slowdown 2.2, budget 6 rounds): the evidence does not settle after baseline,
   candidate, candidate: the rollout measures more rounds, interleaving the arms, and records
   every round;
-- inconclusive (slowdown 3, budget 4 rounds): the evidence cannot settle keep or revert within
-  the budget: inconclusive, reverted and flagged;
+- inconclusive (slowdown 3, budget 4 rounds, a c=8 tolerance out of reach): the evidence cannot
+  settle keep or revert within the budget: inconclusive, reverted and flagged;
 - crash in round 2: the candidate dies during its second round (not its first): the host is
   reverted, not failed, and serves the baseline (bug 4 of the issue).
 - throttled (issue 16, board conditions): the board throttles visibly (the simulator's fault
@@ -45,7 +45,12 @@ BOARDS = [
           noise=dict(THROTTLE, step_jitter_cv=0.08, acceptance_spread=0.3, thermal=dict(THROTTLE["thermal"], slowdown=2.2)),
           # exactly six rounds: the sixth switches back to the candidate after two baseline rounds
           hostvars={"rollout_verdict_min_rounds": 6, "rollout_verdict_max_rounds": 6}),
-    board("lv-inconclusive", "thor-01", noise=THROTTLE, hostvars={"rollout_verdict_max_rounds": 4}),
+    # c=8 may not settle it either: on a loaded CI machine (2026-12-07) the throttle reached the first
+    # candidate round's c=8 level too, both candidate rounds read c=8 -56 % alike and the regression
+    # settled "revert" in round 3. What this host proves is a c=1 that never settles, so its c=8
+    # tolerance is out of reach.
+    board("lv-inconclusive", "thor-01", noise=THROTTLE,
+          hostvars={"rollout_verdict_max_rounds": 4, "rollout_c8_regression_tolerance": 0.95}),
     board("lv-crash", "thor-01", faults={"crash_after_requests": CRASH_AT, "when": "speculative"}),
     board("lv-prompts", "thor-01", hostvars={"rollout_bench_dataset": os.path.join(DATA, "prompts.jsonl")}),
     board("lv-throttled", "thor-01", faults={"thermal_throttle": {"after_requests": 0, "duration_requests": 12,
