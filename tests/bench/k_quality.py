@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """How close is the k the rollout keeps (rollout_tune_k) to the best k found by measuring every k?
 
-The procedure is what roles/rollout/tasks/tune_k.yml runs, round by round:
+The procedure is what the rollout runs (module_utils/record/evaluation.py, the k phases), round by round:
 1. the baseline round, and a round of the candidate at the board's start k (5 on Thor, 3 on
    Orin; the candidate already runs there, no restart);
 2. a probe round at K_MAX = 8; spec_choose_k on the probe with the start round in ``others``
@@ -265,7 +265,7 @@ def profile_cases():
 
 # ---------------------------------------------------------------- the procedure
 def tune(case, start, rng, round_cv):
-    """The rollout's procedure (tune_k.yml); returns (kept k, predicted k, former k, extra rounds)."""
+    """The rollout's procedure (the evaluation's k phases); returns (kept k, predicted k, former k, extra rounds)."""
     base = case.measure(0, rng, round_cv)
     rounds = {start: case.measure(start, rng, round_cv), K_MAX: case.measure(K_MAX, rng, round_cv)}
     former = choose_k(rounds[K_MAX], base, K_MAX, method=case.method)["k"]

@@ -359,7 +359,7 @@ def add_attempt(record, rung, started, cause=None, message=None, rungs=None, hea
 
 
 def k_tuned(record, choice, probe_k):
-    """What k tuning found (tune_k.yml): the probe's k, the chosen k and the prediction, or why it failed."""
+    """What k tuning found (the evaluation's k phases): the probe's k, the chosen k and the prediction, or why it failed."""
     choice = choice if isinstance(choice, dict) else {}
     out = _copy(record)
     if choice.get("failed"):

@@ -467,7 +467,7 @@ def _fraction(value, field, low, high):
 
 def keep_k(rounds, baseline, start_k, predicted_k=None, method=None, noise=0.06, concurrency=1,
            tie_tolerance=0.01):
-    """Which measured k to keep, from rounds measured at several k (tune_k.yml's probes and confirmation).
+    """Which measured k to keep, from rounds measured at several k (the evaluation's k probes and confirmation).
 
     ``rounds``: [{k, result}] measured at concurrency ``concurrency`` against ``baseline``;
     ``start_k`` (the board's start, which must be among them) and ``predicted_k`` (what

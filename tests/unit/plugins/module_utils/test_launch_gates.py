@@ -392,10 +392,13 @@ def test_the_rollout_passes_the_last_verdicts_acceptance_to_every_plan():
     with open(os.path.join(repo, "roles", "vllm_server", "vars", "main.yml")) as handle:
         launch_input = yaml.safe_load(handle)["__vllm_server_launch_input"]["plan"]
     assert launch_input["measured_acceptance"] == "{{ vllm_server_measured_acceptance }}"
-    for rel in ("check.yml", "arm.yml", "main.yml"):
+    for rel in ("check.yml", "baseline.yml", "main.yml"):
         with open(os.path.join(repo, "roles", "rollout", "tasks", rel)) as handle:
             text = handle.read()
         assert "vllm_server_measured_acceptance: \"{{ rollout_measured_acceptance" in text, rel
+    # the evaluation's switches (jetson.specdec.rollout_evaluate: evaluation.switch_args puts it in every plan)
+    with open(os.path.join(repo, "roles", "rollout", "tasks", "evaluate_step.yml")) as handle:
+        assert "measured_acceptance: \"{{ rollout_measured_acceptance" in handle.read()
     with open(os.path.join(repo, "roles", "rollout", "tasks", "check.yml")) as handle:
         text = handle.read()
     assert text.index("rollout_stored_acceptance") < text.index("tasks_from: preflight.yml")

@@ -152,7 +152,7 @@ def noisy(rng, tok_s, tpot, c8=400.0, n=30, cv=0.05):
 
 
 def drive(record, truth, broke=None, seed=3, **params):
-    """The role's loop (verdict.yml, round.yml): measure the arm the verdict asks for, until it stops."""
+    """The evaluation's loop (record/evaluation.py): measure the arm the verdict asks for, until it stops."""
     import random
     rng = random.Random(seed)
     rounds = [{"phase": "baseline", "result": noisy(rng, 20, 50)}]  # evaluate.yml measures the baseline first

@@ -129,7 +129,7 @@ def test_every_named_cause_is_in_the_closed_set():
     "enabled. To disable it, please unset the `HF_HUB_OFFLINE` environment variable.",
 ])
 def test_a_rung_the_prefetch_could_not_fetch_is_a_model_not_found(text):
-    # vllm_prefetch's definite failures fail the rung with the hf CLI's line (roles/rollout/tasks/candidate.yml)
+    # vllm_prefetch's definite failures fail the rung with the hf CLI's line (module_utils/record/evaluation.py: skip_rung)
     assert classify_failure(text) == "model_not_found"
 
 
