@@ -24,6 +24,7 @@ from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
 
 import copy
+import time
 
 from ansible.errors import AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
@@ -131,6 +132,7 @@ class ActionModule(ActionBase):
             state = evaluation.take(args["evaluation"], ctx, {"do": "hook"}, {})
         else:
             state = evaluation.start(args["record"])
+            state["started_at"] = time.time()
         changed = bool(state.get("changed"))
         while True:
             try:
@@ -148,14 +150,19 @@ class ActionModule(ActionBase):
                               hook={"event": step["event"], "arm": step["arm"], "label": step["label"]})
                 return result
             display.display("%s: %s" % (host, step_title(step, state)))
+            began = time.time()
             out = self._execute(step, state, ctx, args, task_vars)
+            if step["do"] == "bench":
+                out["started_at"] = began
             changed = changed or bool(out.get("changed"))
             try:
                 state = evaluation.take(state, ctx, step, out)
             except (evaluation.EvaluationError, RecordError, KeyError, TypeError, ValueError) as exc:
                 return self._failed(result, state, "the evaluation stopped in phase %s: %s" % (state.get("phase"), exc))
+        # this host's own time: the hosts of a batch no longer end together
         result.update(changed=changed, done=True, hook=None, record=state["record"], verdict=state["verdict"],
-                      launch=state["launch"], written=state["written"], steps=state["steps"])
+                      launch=state["launch"], written=state["written"], steps=state["steps"],
+                      started=state.get("started_at"), ended=time.time())
         return result
 
     def _say(self, host, state):

@@ -165,6 +165,14 @@ steps:
   description: How many remote steps the evaluation ran.
   returned: when done
   type: int
+started:
+  description: When this host's evaluation started (UTC epoch seconds; its first call when hooks split it).
+  returned: when done
+  type: float
+ended:
+  description: When this host's evaluation ended, its outcome written (UTC epoch seconds).
+  returned: when done
+  type: float
 plan:
   description: The steps the evaluation would start with.
   returned: check mode

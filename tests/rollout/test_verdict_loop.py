@@ -25,7 +25,9 @@ model time grows with how badly requests batch, which CPU contention on the test
   fails in the read-only pass, naming the line, and changes nothing (issue 16, workloads).
 Observable results only: state files, what each host serves, the fleet report.
 """
+import calendar
 import os
+import time
 
 import pytest
 
@@ -117,6 +119,16 @@ def test_a_candidate_dying_in_its_second_round_is_reverted_not_failed(fleet):
     # the baseline and the candidate's first round are kept; the round that broke is not a result
     assert rounds(state) == ["baseline", "candidate"], rounds(state)
     assert_serving(fleet, "lv-crash", speculative=False)
+
+
+def test_a_host_that_settles_early_gets_its_answer_while_a_slow_one_still_measures(fleet):
+    """Issue 32: a host's evaluation is one task, so no board waits for the slowest of its batch. lv-crash (reverted
+    after its second round) has its baseline back and its outcome written before lv-noisy (six rounds, the same
+    batch) starts its fourth round. Under a task per step, every host waited at every step for the slowest."""
+    crash, noisy = fleet.after_first["lv-crash"], fleet.after_first["lv-noisy"]
+    written = calendar.timegm(time.strptime(crash["updated_at"], "%Y-%m-%dT%H:%M:%SZ"))  # whole seconds, rounded down
+    fourth = noisy["benchmarks"]["rounds"][3]["at"]
+    assert written + 1 < fourth, (crash["updated_at"], [r.get("at") for r in noisy["benchmarks"]["rounds"]])
 
 
 def test_a_round_measured_while_the_board_throttled_is_set_aside_and_measured_again(fleet):

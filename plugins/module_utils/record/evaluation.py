@@ -185,6 +185,7 @@ def _next(state, ctx):
     if phase == "rung":
         where = ladder(state, ctx)
         if where["exhausted"]:
+            state["verdict"] = decide(state, ctx)  # the ladder's revert (no rung started), flagged
             return _advance(state, ctx, "final")
         model = where["rung"].get("vllm_server_speculative_model")
         unavailable = (state.get("prefetched") or {}).get("unavailable") or {}
@@ -403,7 +404,10 @@ def _took_bench(state, ctx, step, result):
         if not state["probe_arms"]:
             return _threshold_chosen(state, ctx)
         return state
-    state["rounds"].append({"phase": phase, "result": kept, "serving": serving})
+    entry = {"phase": phase, "result": kept, "serving": serving}
+    if result.get("started_at") is not None:
+        entry["at"] = result["started_at"]  # the action's clock when the benchmark started (the record's evidence line)
+    state["rounds"].append(entry)
     try:
         state["verdict"] = decide(state, ctx)
     except EquivalenceError as exc:

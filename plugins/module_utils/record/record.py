@@ -505,10 +505,13 @@ def round_summary(rounds):
     for rnd in rounds or []:
         result = rnd.get("result") or {}
         runs = result.get("runs") or []
-        out.append({"arm": rnd.get("phase"), "speculating": bool(result.get("spec_decode")),
-                    "levels": [dict((k, run.get(k)) for k in ("concurrency", "throughput_tok_s", "tpot_ms_p50",
-                                                              "completed", "failed"))
-                               for run in runs if isinstance(run, dict)]})
+        line = {"arm": rnd.get("phase"), "speculating": bool(result.get("spec_decode")),
+                "levels": [dict((k, run.get(k)) for k in ("concurrency", "throughput_tok_s", "tpot_ms_p50",
+                                                          "completed", "failed"))
+                           for run in runs if isinstance(run, dict)]}
+        if isinstance(rnd.get("at"), (int, float)) and not isinstance(rnd.get("at"), bool):
+            line["at"] = round(float(rnd["at"]), 1)  # when its benchmark started (UTC epoch seconds)
+        out.append(line)
     return out
 
 

@@ -100,7 +100,7 @@ class Board(object):
                 arm_truth = dict(arm_truth)
                 arm_truth.update(self.truth.get(self.running, {}))
             out = {"runs": [level(self.rng, c, 30, *arm_truth.get(c, (300.0, 60.0))) for c in step["levels"]],
-                   "simulated": True, "wall_s": 60.0}
+                   "simulated": True, "wall_s": 60.0, "started_at": 1000.0 + state["steps"]}
             return out
         if do == "hook":
             return {}
@@ -167,6 +167,9 @@ def test_a_clear_keep_runs_baseline_pending_trial_rounds_and_keeps_the_candidate
     assert all(s["quiet"] for s in trial) and trial[0]["rung"]["rung"] == 0 and trial[0]["k"] == 0
     assert state["verdict"]["action"] == "keep" and state["record"]["status"] == "kept"
     assert state["record"]["config_after"] == "eagle3 at utilization 0.70"
+    # each round says when its benchmark started (the action's clock): the evidence of a host's own pace
+    starts = [r["at"] for r in state["record"]["rounds"]]
+    assert starts == sorted(starts) and starts[0] == 1001.0
     # each restart's serving gap, counted once: the baseline, the candidate, the final switch (no restart there)
     assert state["record"]["serving_gaps"][:2] == [4.0, 4.0]
     written = ev.write_args(dict(state, phase="outcome"), ctx, "outcome")
@@ -216,6 +219,13 @@ def test_when_no_rung_starts_the_baseline_is_put_back_without_a_benchmark_of_the
     assert names[-3:] == ["switch baseline final", "write outcome", "done"]
     assert state["verdict"]["flagged"] is True and state["record"]["status"] == "reverted"
     assert "every rung of the fallback ladder failed" in state["verdict"]["reasons"][0]
+
+
+def test_a_plan_whose_ladder_has_no_speculative_rung_reverts_without_a_candidate_start():
+    state, steps = run(context(rungs=RUNGS[-1:]), Board(GOOD))
+    assert kinds(steps) == ["switch baseline", "bench baseline", "write pending", "switch baseline final",
+                            "write outcome", "done"]
+    assert state["record"]["status"] == "reverted" and state["verdict"]["flagged"] is True
 
 
 def test_a_model_the_prefetch_could_not_fetch_fails_its_rung_without_a_restart():
