@@ -47,7 +47,9 @@ options:
     type: dict
     default: {}
   plan:
-    description: The launch plan published by the preflight (C(vllm_server_launch) as the rollout's check froze it) - its baseline and candidate, with the fallback rungs.
+    description:
+      - The launch plan published by the preflight (C(vllm_server_launch) as the rollout's check froze it) - its baseline and
+        candidate, with the fallback rungs.
     type: dict
     required: true
   settings:
