@@ -159,9 +159,20 @@ def _bench(state, ctx, phase, levels=None, k=None):
     return step
 
 
+def _copy(state):
+    """A copy of ``state`` the machine may change: the lists it appends to and the dict it fills are new, the rest
+    is shared (rounds, results and records are replaced, never changed in place). A deep copy of every per-request
+    list at every step was most of the machine's controller CPU on a host with many rounds."""
+    out = dict(state)
+    for key in ("rounds", "k_rounds", "waits", "notes", "probe_arms"):
+        out[key] = list(state.get(key) or [])
+    out["probe"] = dict(state.get("probe") or {})
+    return out
+
+
 def next_step(state, ctx):
     """(state, step): ``state`` moved through the phases that need no remote step, and the next remote step."""
-    state = copy.deepcopy(state)
+    state = _copy(state)
     return state, _next(state, ctx)
 
 
@@ -246,7 +257,7 @@ def _advance(state, ctx, phase):
 
 def take(state, ctx, step, result):
     """The state after ``step`` returned ``result`` (a module's or action's result dict)."""
-    state = copy.deepcopy(state)
+    state = _copy(state)
     result = result if isinstance(result, dict) else {"failed": True, "msg": "no result: %r" % (result,)}
     do = step["do"]
     if do == "hook":

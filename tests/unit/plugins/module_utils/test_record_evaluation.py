@@ -125,15 +125,17 @@ def run(ctx, board, state=None, limit=500, answers=None):
     state = state or ev.start(rec.new_record("h", "run", JETSON, "/opt/jetson-sim/root"))
     steps = []
     for unused in range(limit):
-        before = copy.deepcopy(state)
-        state, step = ev.next_step(state, ctx)
+        given, snapshot = state, copy.deepcopy(state)
+        state, step = ev.next_step(given, ctx)
+        assert given == snapshot, "next_step changed the state it was given"
         assert json.loads(json.dumps(state)) == state  # plain data: YAML can carry it across a hook
         steps.append(step)
         if step["do"] in ("done", "fail"):
             return state, steps
         result = (answers or board.answer)(state, step)
+        before = copy.deepcopy(state)
         taken = ev.take(state, ctx, step, result)
-        assert state == json.loads(json.dumps(state)) and before is not None  # take changed nothing it was given
+        assert state == before, "take changed the state it was given"
         state = taken
     raise AssertionError("no end after %d steps: %s" % (limit, [s["do"] for s in steps[-10:]]))
 
