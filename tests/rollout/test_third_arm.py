@@ -22,6 +22,7 @@ from harness import assert_serving, assert_state, board, recap
 
 PREFIX = "specdec-ta-"
 TOLERANCE = 0.10
+KEEP_GAIN = 0.15
 SHORT = {"rollout_bench_num_prompts": 8, "rollout_bench_warmup_prompts": 1, "rollout_bench_output_len": 32,
          "rollout_verdict_restart_s": 5, "rollout_verdict_max_rounds": 10}
 BOARDS = [
@@ -30,8 +31,13 @@ BOARDS = [
     # tolerance: CI twice ran out of rounds on it (2026-12-05, 2026-12-06) and reverted the host as inconclusive.
     # What this host tests is the third arm kept, so its operator tolerates 10 % at c=8; the candidate's own
     # c=8 loss (-20 to -37 %) still regresses beyond that, and ta-costly keeps the default.
-    board("ta-kept", "agx-02", vllm_version="0.32.0", hostvars={"rollout_c8_regression_tolerance": TOLERANCE}),
-    board("ta-costly", "agx-02", vllm_version="0.32.0", speculative_schedule_overhead=0.3),
+    # The third arm needs the candidate to win at c=1 (its gain at least the keep bar); on the stand-in that gain is
+    # +25 to +45 %, and a loaded CI machine (2026-12-07) measured ta-costly's at +25.5 %, below the default 30 % bar:
+    # no third arm. What these hosts test is the schedule, not the c=1 margin, so their keep bar is 15 %.
+    board("ta-kept", "agx-02", vllm_version="0.32.0",
+          hostvars={"rollout_c8_regression_tolerance": TOLERANCE, "rollout_keep_throughput_gain": KEEP_GAIN}),
+    board("ta-costly", "agx-02", vllm_version="0.32.0", speculative_schedule_overhead=0.3,
+          hostvars={"rollout_keep_throughput_gain": KEEP_GAIN}),
     board("ta-old", "agx-02", vllm_version="0.20.1"),
 ]
 KEY = "num_speculative_tokens_per_batch_size"
