@@ -378,13 +378,14 @@ def _arm_broke(state, ctx, arm, message):
     """A round's (or the threshold probe's) arm failed: the baseline fails the host; the candidate is reverted."""
     if arm == "baseline":
         return _fail(state, message)
-    state["notes"].append("the candidate broke during a round, it is reverted: %s"
-                          % (message.strip().splitlines() or [""])[0][:300])
+    first_line = (message.strip().splitlines() or [""])[0][:300]
     if state["phase"] == "probe":
+        state["notes"].append("the candidate broke during the threshold probe, no third arm: %s" % first_line)
         third_arm = dict(state["third_arm"], probe_levels=[], reason="schedule.probe_failed: " + message)
         third_arm["try"] = False
         state["third_arm"] = third_arm
         return _third_arm_decided(state)
+    state["notes"].append("the candidate broke during a round, it is reverted: %s" % first_line)
     if in_schedule(state):
         return _schedule_off(state, "schedule.failed: " + message)
     state["verdict"] = decide(state, ctx, broke=message)
@@ -458,7 +459,7 @@ def _k_next(state, ctx):
     return state
 
 
-def _third_arm_inputs(state, ctx):
+def _third_arm_inputs(ctx):
     spec = ((ctx.get("candidate_plan") or {}).get("speculative_config")) or {}
     settings = ctx["settings"]
     arm = settings.get("third_arm") or {}
@@ -468,7 +469,7 @@ def _third_arm_inputs(state, ctx):
 def _plan_third_arm(state, ctx):
     """Whether the third arm runs (verdict/third_arm.plan), and its threshold probe's arms."""
     verdict = state.get("verdict") or {}
-    spec, settings, arm = _third_arm_inputs(state, ctx)
+    spec, settings, arm = _third_arm_inputs(ctx)
     if not arm.get("enabled") or verdict.get("action") != "revert" or ladder(state, ctx)["exhausted"]:
         state["phase"] = "final"
         return state
@@ -487,7 +488,7 @@ def _plan_third_arm(state, ctx):
 
 
 def _threshold_chosen(state, ctx):
-    spec, settings, arm = _third_arm_inputs(state, ctx)
+    spec, settings, arm = _third_arm_inputs(ctx)
     before = state["third_arm"]
     try:
         plan = third.plan(before["candidate_verdict"], settings["verdict"], True, arm.get("vllm_version"),

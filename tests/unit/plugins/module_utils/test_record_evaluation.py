@@ -272,10 +272,9 @@ def test_the_first_baseline_answers_twice_for_the_equivalence_control_and_probes
     assert all(s["answers"]["passes"] == 1 for s in benches[1:] if s["phase"] != ev.PROBE)
 
 
-@pytest.mark.parametrize("arm_step, want", [("bench baseline", "fail")])
-def test_a_baseline_that_breaks_fails_the_host_with_its_message(arm_step, want):
+def test_a_baseline_that_breaks_fails_the_host_with_its_message():
     state, steps = run(context(), Board(GOOD, broken=[1]))
-    assert kinds(steps) == ["switch baseline", "bench baseline", want]
+    assert kinds(steps) == ["switch baseline", "bench baseline", "fail"]
     assert steps[-1]["msg"].startswith("EngineDeadError") and state["phase"] == "failed"
 
 
@@ -426,3 +425,18 @@ def test_plan_lines_say_what_the_evaluation_starts_with():
     assert lines[:5] == ["switch to the baseline", "hold MAXN and jetson_clocks", "benchmark the baseline at concurrency 1, 8",
                          "mark the host pending", "fetch the candidate's models"]
     assert "tune k up to 8" in lines
+
+
+def test_a_candidate_that_breaks_in_the_threshold_probe_ends_the_third_arm_and_is_reverted():
+    ctx = context(settings=settings(third_arm=True))
+    state, steps = run(ctx, Board(REGRESSING))
+    first = [i for i, s in enumerate(steps) if s["do"] == "bench" and s["phase"] == ev.THRESHOLD_PROBE][0]
+    # the arm that serves when the probe starts is measured first (no switch before it)
+    arm = [s["phase"] for s in steps[:first] if s["do"] == "bench"][-1]
+    assert steps[first - 1]["do"] != "switch"
+    assert arm == "candidate"  # the candidate's last round settled the revert: it serves, it is probed first
+    state, steps = run(ctx, Board(REGRESSING, broken=[first]))
+    assert kinds(steps)[-3:] == ["switch baseline final", "write outcome", "done"]
+    assert state["third_arm"]["try"] is False and state["third_arm"]["reason"].startswith("schedule.probe_failed: ")
+    assert state["notes"][-2].startswith("the candidate broke during the threshold probe, no third arm: EngineDead")
+    assert state["record"]["status"] == "reverted"
