@@ -6,6 +6,9 @@
 The keeper (plugin_utils/lock_keeper.py) stamps the lock alive from this controller while its
 ``ansible-playbook`` runs, so the lock is judged by a liveness of minutes instead of the longest step of a
 rollout, and a lock left by a controller that died is taken over by another within minutes (issue 30).
+With ``take_over_gone`` (the rollout's lock), a lock this controller's own interrupted run left (its
+ansible-playbook process has ended: Ctrl-C or ``timeout -s INT`` skip the play's ``always``) is taken over at
+once, in the same task, instead of after its liveness; a refusal says how to go on.
 Every other use of the module passes through unchanged.
 """
 from __future__ import (absolute_import, division, print_function)
@@ -48,6 +51,26 @@ def keeper_settings(value):
     return {"liveness": liveness, "lifetime": lifetime}
 
 
+# What an operator can do about a lock the rollout could not take (the module's message comes first).
+HELD_HINT = ("The host was left as it is. If no other rollout runs on it (for example the controller of that run was "
+             "killed), re-run with -e rollout_break_lock=true, or wait until the lock is stale.")
+BROKEN_HINT = "The host was left as it is. Fix the state directory as the message says, then re-run."
+
+
+def take_over_args(args, failed):
+    """rollout_state's arguments that take over the lock of ``failed`` (a refused lock's result) when its holder
+    is this controller's own run whose ansible-playbook has ended; else None."""
+    holder = failed.get("holder")
+    if not failed.get("lock_held") or not isinstance(holder, dict) or not holder.get("token"):
+        return None
+    gone = lock_holder.holder_gone(holder, args.get("controller_id"))
+    if not gone:
+        return None
+    again = dict(args, take_over_token=holder["token"], take_over_reason=gone)
+    again.pop("break_lock", None)
+    return again
+
+
 def connection_name(connection):
     """The connection plugin's short name (community.docker.docker -> docker)."""
     name = getattr(connection, "transport", None) or getattr(connection, "_load_name", "") or ""
@@ -64,13 +87,23 @@ class ActionModule(ActionBase):
         except ValueError as exc:
             result.update(failed=True, msg=str(exc), rule="input.rollout_lock_liveness")
             return result
-        result.update(self._execute_module(module_name="jetson.specdec.rollout_state", module_args=args,
-                                           task_vars=task_vars))
+        take_over = args.pop("take_over_gone", False)
+        result.update(self._run_state(args, task_vars))
+        if take_over and result.get("failed") and args.get("state") == "lock":
+            again = take_over_args(args, result)
+            if again is not None:
+                result = self._run_state(again, task_vars)
+            if result.get("failed"):
+                result["msg"] = "%s %s" % (result.get("msg") or "The rollout lock could not be taken.",
+                                           HELD_HINT if result.get("lock_held", True) else BROKEN_HINT)
         if settings is None or result.get("failed") or self._task.check_mode \
                 or args.get("state") != "lock":
             return result
         result["keeper"] = self._start_keeper(args, result, settings)
         return result
+
+    def _run_state(self, args, task_vars):
+        return self._execute_module(module_name="jetson.specdec.rollout_state", module_args=args, task_vars=task_vars)
 
     def _start_keeper(self, args, result, settings):
         lock = result.get("lock") or {}

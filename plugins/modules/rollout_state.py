@@ -119,6 +119,14 @@ options:
       lifetime:
         description: Seconds after which the keeper stops in any case (default two days).
         type: int
+  take_over_gone:
+    description:
+      - With O(state=lock), when the lock is held by a run of this very controller whose C(ansible-playbook) has
+        ended (C(jetson.specdec.rollout_lock_holder_gone), read from the lock's O(controller_id)), take it over at
+        once with O(take_over_token) in the same task (the collection's action plugin for this module does it; the
+        module itself ignores the option). A lock that cannot be taken fails with what the operator can do.
+    type: bool
+    default: false
   break_lock:
     description:
       - With O(state=lock), take the lock over whoever holds it (the lock of an interrupted run the operator
@@ -472,6 +480,7 @@ def main():
             lock_steps=dict(type="list", elements="int"),
             # used by the action plugin (plugins/action/rollout_state.py), which forks the keeper
             keeper=dict(type="dict", options=dict(liveness=dict(type="int"), lifetime=dict(type="int"))),
+            take_over_gone=dict(type="bool", default=False),  # the action's too: it takes over a gone run's lock
             force=dict(type="bool", default=False),
             break_lock=dict(type="bool", default=False),
             config=dict(type="dict"),

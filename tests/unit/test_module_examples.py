@@ -72,7 +72,7 @@ DOCS = dict((os.path.basename(p)[:-3], _module_doc(p)) for p in MODULES)
 
 
 def _role_names():
-    """Documented role variables and the facts the roles set (a role in the play defines them)."""
+    """Documented role variables and the facts and results the roles set (a role in the play defines them)."""
     names = set()
     for spec in glob.glob(os.path.join(REPO, "roles", "*", "meta", "argument_specs.yml")):
         with open(spec) as handle:
@@ -82,6 +82,8 @@ def _role_names():
         with open(tasks) as handle:
             for task in _walk_tasks(yaml.safe_load(handle) or []):
                 names.update((task.get("ansible.builtin.set_fact") or {}).keys())
+                if task.get("register"):
+                    names.add(task["register"])
     return names
 
 

@@ -396,12 +396,16 @@ def test_the_rollout_passes_the_last_verdicts_acceptance_to_every_plan():
         with open(os.path.join(repo, "roles", "rollout", "tasks", rel)) as handle:
             text = handle.read()
         assert "vllm_server_measured_acceptance: \"{{ rollout_measured_acceptance" in text, rel
+    # the rate is the one the state file on the host holds (read in check.yml before the plan)
+    with open(os.path.join(repo, "roles", "rollout", "vars", "main.yml")) as handle:
+        derived = yaml.safe_load(handle)["rollout_measured_acceptance"]
+    assert derived.startswith("{{ rollout_state_file.content") and "jetson.specdec.rollout_stored_acceptance" in derived
     # the evaluation's switches (jetson.specdec.rollout_evaluate: evaluation.switch_args puts it in every plan)
     with open(os.path.join(repo, "roles", "rollout", "tasks", "evaluate_step.yml")) as handle:
         assert "measured_acceptance: \"{{ rollout_measured_acceptance" in handle.read()
     with open(os.path.join(repo, "roles", "rollout", "tasks", "check.yml")) as handle:
         text = handle.read()
-    assert text.index("rollout_stored_acceptance") < text.index("tasks_from: preflight.yml")
+    assert text.index("register: rollout_state_file") < text.index("tasks_from: preflight.yml")
 
 
 # --- issue 33 item 9: no false second refusal on a forced small Orin; the ceiling's message --------

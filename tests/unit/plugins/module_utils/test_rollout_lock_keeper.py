@@ -228,3 +228,52 @@ def test_a_read_with_good_keeper_settings_runs_the_module_and_starts_no_keeper()
     assert not result.get("failed"), result
     module.assert_called_once()
     start.assert_not_called()
+
+
+HELD = {"failed": True, "lock_held": True, "msg": "rollout lock held by run-a (controller ctl-a)",
+        "holder": {"token": "ab12", "owner": "run-a", "controller_id": {"host": "ctl", "boot_id": "b", "pid": 4242,
+                                                                        "start": 7}}}
+LOCK_ARGS = {"state": "lock", "path": "/var/lib/jetson-specdec/state.json", "owner": "run-b", "take_over_gone": True,
+             "break_lock": False, "controller_id": {"host": "ctl", "boot_id": "b", "pid": 5000, "start": 9}}
+
+
+def _run_lock(results, gone):
+    """The action on LOCK_ARGS with the module answering ``results`` in turn and holder_gone saying ``gone``."""
+    from unittest import mock
+    action, plugin = _action(dict(LOCK_ARGS))
+    with mock.patch.object(action.ActionBase, "run", return_value={}), \
+            mock.patch.object(plugin, "_execute_module", side_effect=list(results)) as module, \
+            mock.patch.object(action.lock_holder, "holder_gone", return_value=gone) as judged:
+        result = plugin.run(task_vars={})
+    return result, [c.kwargs["module_args"] for c in module.call_args_list], judged
+
+
+def test_a_lock_this_controllers_gone_run_left_is_taken_over_in_the_same_task():
+    taken = {"changed": True, "lock": {"token": "cd34"}, "broken": {"owner": "run-a"}, "path": "/var/lib/x/state.json"}
+    result, calls, judged = _run_lock([dict(HELD), taken], "its controller process (ansible-playbook, pid 4242) has ended")
+    assert not result.get("failed") and result["lock"]["token"] == "cd34", result
+    judged.assert_called_once_with(HELD["holder"], LOCK_ARGS["controller_id"])
+    first, second = calls
+    assert "take_over_gone" not in first and "take_over_token" not in first  # the module never sees the action's option
+    assert second["take_over_token"] == "ab12" and second["take_over_reason"].startswith("its controller process")
+    assert "break_lock" not in second and second["owner"] == "run-b"
+
+
+@pytest.mark.parametrize("failed, hint", [
+    (HELD, "re-run with -e rollout_break_lock=true, or wait until the lock is stale"),
+    ({"failed": True, "lock_held": False, "msg": "the state directory is a link"}, "Fix the state directory"),
+])
+def test_a_lock_that_cannot_be_taken_fails_with_what_to_do_and_nothing_taken_over(failed, hint):
+    result, calls, unused = _run_lock([dict(failed)], "")
+    assert result["failed"] is True and len(calls) == 1, (result, calls)
+    assert result["msg"].startswith(failed["msg"]) and hint in result["msg"] and "left as it is" in result["msg"]
+
+
+def test_without_take_over_gone_a_held_lock_fails_as_the_module_says():
+    from unittest import mock
+    action, plugin = _action(dict(LOCK_ARGS, take_over_gone=False))
+    with mock.patch.object(action.ActionBase, "run", return_value={}), \
+            mock.patch.object(plugin, "_execute_module", return_value=dict(HELD)) as module, \
+            mock.patch.object(action.lock_holder, "holder_gone", side_effect=AssertionError("judged")):
+        result = plugin.run(task_vars={})
+    assert result["msg"] == HELD["msg"] and module.call_count == 1
