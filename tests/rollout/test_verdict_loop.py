@@ -51,8 +51,11 @@ BOARDS = [
     # candidate round's c=8 level too, both candidate rounds read c=8 -56 % alike and the regression
     # settled "revert" in round 3. What this host proves is a c=1 that never settles, so its c=8
     # tolerance is out of reach.
+    # Nor may c=1 settle below the keep bar: on a loaded machine (2026-12-07) the unthrottled candidate measured only
+    # about +18 %, its throttled round pulled the estimate to -32 % and the interval's top (+16 %) fell under the 30 %
+    # bar: "marginal", revert. Intervals of 3.5 standard errors keep both bars inside it whatever the load.
     board("lv-inconclusive", "thor-01", noise=THROTTLE,
-          hostvars={"rollout_verdict_max_rounds": 4, "rollout_c8_regression_tolerance": 0.95}),
+          hostvars={"rollout_verdict_max_rounds": 4, "rollout_c8_regression_tolerance": 0.95, "rollout_noise_z": 3.5}),
     board("lv-crash", "thor-01", faults={"crash_after_requests": CRASH_AT, "when": "speculative"}),
     board("lv-prompts", "thor-01", hostvars={"rollout_bench_dataset": os.path.join(DATA, "prompts.jsonl")}),
     board("lv-throttled", "thor-01", faults={"thermal_throttle": {"after_requests": 0, "duration_requests": 12,
