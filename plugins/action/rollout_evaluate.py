@@ -228,6 +228,8 @@ class ActionModule(ActionBase):
         bench.update(concurrency=step["levels"], progress_label=step["phase"])
         if step.get("answers"):
             bench["answers"] = step["answers"]
+        if step.get("prompt_set") is not None:
+            bench["prompt_set"] = step["prompt_set"]
         if args.get("api_key"):
             bench["api_key"] = args["api_key"]
         return self._run_action("jetson.specdec.vllm_bench", bench, task_vars)

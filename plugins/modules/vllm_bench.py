@@ -104,6 +104,16 @@ options:
         served from vLLM's prefix cache.
     type: int
     default: 0
+  prompt_set:
+    description:
+      - Which set of the O(seed)'s workload the measured requests draw (prompts, output lengths, or the
+        O(dataset_path) file's sampling). Set 0 is what O(seed) alone always drew.
+      - The rollout measures its i-th baseline round and its i-th candidate round on set i, so each
+        pair of rounds meets other prompts of the workload and both arms of a pair the same ones.
+        The O(answers) prompts do not rotate (the equivalence check compares the same prompts).
+    type: int
+    default: 0
+    version_added: 0.3.0
   prompt_token_ids_range:
     description:
       - Token ids of synthetic prompts are drawn from [low, high). Must stay below the model's
@@ -382,7 +392,7 @@ config:
   returned: success
   type: dict
   sample: {input_len: 2048, output_len: 128, output_range_ratio: 0.0, num_prompts: 50, warmup_prompts: 10, endpoint: completions,
-           seed: 0, concurrency: [1, 8], prompt_kind: token_ids}
+           seed: 0, prompt_set: 0, concurrency: [1, 8], prompt_kind: token_ids}
 workload:
   description:
     - Which prompts were sent. For a prompt file, its C(name), C(format), C(sha256), C(count) of usable
@@ -455,6 +465,7 @@ def build_module():
             output_len=dict(type="int", default=128),
             output_range_ratio=dict(type="float", default=0.0),
             seed=dict(type="int", default=0),
+            prompt_set=dict(type="int", default=0),
             prompt_token_ids_range=dict(type="list", elements="int", default=[10, 500], no_log=False),
             request_timeout=dict(type="float", default=300.0),
             max_duration=dict(type="float", default=3600.0),
@@ -496,6 +507,8 @@ def validate(p):
         return str(exc)
     if p["warmup_prompts"] < 0:
         return "warmup_prompts must be >= 0"
+    if p["prompt_set"] < 0:
+        return "prompt_set must be >= 0 (0 is the seed's first set of prompts)"
     for key in ("request_timeout", "max_duration"):
         if p[key] <= 0:
             return "%s must be > 0" % key
@@ -519,7 +532,7 @@ def main():
         module.fail_json(msg=error)
     cfg = dict((k, p[k]) for k in (
         "url", "model", "api_key", "endpoint", "concurrency", "num_prompts", "warmup_prompts",
-        "input_len", "output_len", "output_range_ratio", "seed", "prompt_token_ids_range", "request_timeout",
+        "input_len", "output_len", "output_range_ratio", "seed", "prompt_set", "prompt_token_ids_range", "request_timeout",
         "max_duration", "max_failed_ratio", "power_mode", "ca_path", "validate_certs", "watch_traffic", "answers"))
     if p["dataset_path"]:
         try:  # the whole file is checked before the server sees a request

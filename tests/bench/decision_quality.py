@@ -17,8 +17,10 @@ Two deciders are driven exactly as the rollout drives them:
 
 Field scenarios (issue #31) add heavy tails with outliers, candidate requests that hang to the
 120 s deadline, fast failures in both arms, c=8 batch waves, a neutral c=8, drift that worsens
-over the rounds (throttling), and all of them together; today's spec_verdict is only run under
-the three basic scenarios.
+over the rounds (throttling), all of them together, and prompts that differ (each prompt of a
+400-prompt workload has its own length and its own speedup: measured as the rollout draws them,
+the i-th round of each arm from prompt set i, and, for reference without targets, every round on
+one set as before 2026-12-07); today's spec_verdict is only run under the three basic scenarios.
 
 Scores (the rule at the defaults: keep only when the keep bar is met, marginal_action revert; a
 candidate whose requests hang is judged on its effective throughput, the hung time included):
@@ -78,6 +80,11 @@ SCENARIOS = (
     ("neutral c=8, clocks held", 0.15, 0.01, {"neutral": True}),
     ("neutral c=8, typical", 0.25, 0.02, {"neutral": True}),
     ("worsening drift", 0.25, 0.02, {"worsen": 0.02}),
+    # prompts differ: each prompt of the workload has its own length (both arms) and its own speedup (its
+    # acceptance); the rollout draws the i-th round of each arm from prompt set i; "fixed prompts" measures
+    # every round on one set, as the rollout did before 2026-12-07
+    ("prompt effects, fixed prompts", 0.25, 0.02, {"prompts": (0.2, 0.2), "fixed_prompts": True}),
+    ("prompt effects", 0.25, 0.02, {"prompts": (0.2, 0.2)}),
     ("all together", 0.25, 0.02, {"tails": (0.3, 0.5), "outliers": (0.01, 0.03), "hang": (0.03, 0.03), "hang_cases": 0.5,
                                   "fast_fail": 0.02,
                                   "waves": 0.08, "worsen": 0.02}),
@@ -91,7 +98,11 @@ TARGETS = {
     "neutral c=8, clocks held": {"neutral_kept": 0.90, "neutral_cost": 150},
     "neutral c=8, typical": {"neutral_kept": 0.90, "neutral_cost": 150},
 }
+# the design the rollout ran before 2026-12-07, shown beside the one it runs: no targets
+REFERENCE = ("prompt effects, fixed prompts",)
 for _name, _cv, _drift, _field in SCENARIOS:
+    if _name in REFERENCE:
+        continue
     if _name not in BASIC and not _name.startswith("neutral"):
         TARGETS[_name] = dict(FIELD_TARGETS)
     # issue 31: the c=1 intervals hold the truth at >= 93 % of looks at every round count (bins of >= 50 looks)
@@ -163,8 +174,9 @@ def distance(gain, tpot, c8):
 
 # --------------------------------------------------------------------------- synthetic vllm_bench
 
-def _level(rng, conc, n, e2e_ms, tpot_ms, cv, drift, noise=None):
-    """One level; ``noise`` (per case): sigma (per-request log-SD), outliers, hang, fast_fail, waves."""
+def _level(rng, conc, n, e2e_ms, tpot_ms, cv, drift, noise=None, prompts=None):
+    """One level; ``noise`` (per case): sigma (per-request log-SD), outliers, hang, fast_fail, waves;
+    ``prompts``: per request, the (E2E, TPOT) factors of the prompt it sends (prompt effects), else 1."""
     noise = noise or {}
     sigma = noise.get("sigma") or math.sqrt(math.log(1 + cv * cv))
     free = [(0.0, k) for k in range(conc)]
@@ -175,8 +187,9 @@ def _level(rng, conc, n, e2e_ms, tpot_ms, cv, drift, noise=None):
         if conc > 1 and noise.get("waves") and i % conc == 0:
             wave = math.exp(rng.gauss(0.0, noise["waves"]))  # one batch: its requests share the step time
         slow = 5.0 if noise.get("outliers") and rng.random() < noise["outliers"] else 1.0
-        e2e = e2e_ms * drift * wave * slow * math.exp(rng.gauss(0.0, sigma))
-        tpot = tpot_ms * drift * wave * slow * math.exp(rng.gauss(0.0, sigma))
+        own_e2e, own_tpot = prompts[i] if prompts else (1.0, 1.0)
+        e2e = e2e_ms * own_e2e * drift * wave * slow * math.exp(rng.gauss(0.0, sigma))
+        tpot = tpot_ms * own_tpot * drift * wave * slow * math.exp(rng.gauss(0.0, sigma))
         start, worker = heapq.heappop(free)
         if noise.get("hang") and rng.random() < noise["hang"]:
             end = start + DEADLINE_MS / 1000.0
@@ -203,19 +216,67 @@ def _level(rng, conc, n, e2e_ms, tpot_ms, cv, drift, noise=None):
             "errors": {"timeout": failed} if failed else {}, "requests": requests}
 
 
-def bench_round(rng, truth, arm, n, cv, drift_sd, noise=None, index=0):
+def bench_round(rng, truth, arm, n, cv, drift_sd, noise=None, index=0, prompt_set=0):
     gain, tpot, c8 = truth if arm == "candidate" else (0.0, 0.0, 0.0)
     noise = dict(noise or {})
     if arm != "candidate":
         noise.pop("hang", None)
     # worsening drift: the board slows by `worsen` more with every round (throttling)
     drift = math.exp(rng.gauss(0.0, drift_sd)) * (1.0 + noise.get("worsen", 0.0)) ** index
-    return {"runs": [_level(rng, 1, n, BASE_E2E1_MS / (1 + gain), BASE_TPOT_MS * (1 + tpot), cv, drift, noise),
-                     _level(rng, 8, n, BASE_E2E8_MS / (1 + c8), BASE_TPOT_MS * (1 + tpot) * 1.5, cv, drift, noise)],
+    workload = noise.get("workload")
+    sets = prompt_sets(workload, prompt_set, n, arm) if workload else (None, None)
+    return {"runs": [_level(rng, 1, n, BASE_E2E1_MS / (1 + gain), BASE_TPOT_MS * (1 + tpot), cv, drift, noise,
+                            sets[0]),
+                     _level(rng, 8, n, BASE_E2E8_MS / (1 + c8), BASE_TPOT_MS * (1 + tpot) * 1.5, cv, drift, noise,
+                            sets[1])],
             "spec_decode": None}
 
 
-def case_noise(rng, field):
+# --------------------------------------------------------------------------- prompt effects
+
+WORKLOAD_PROMPTS = 400  # prompts in the operator's workload file
+
+
+def draw_workload(rng, time_sd, effect_sd, tpot_sd):
+    """A workload whose prompts differ: per prompt a length factor (E2E, both arms; TPOT much less) and a
+    speedup factor of the candidate (its acceptance on that prompt), each log-normal. The candidate's factors
+    are normalised so the workload's truth is the drawn truth: throughput over all its prompts (E2E means)
+    and the TPOT median over its prompts and the request noise (the truth the interval is scored against)."""
+    seed = rng.getrandbits(31)
+    length = [math.exp(rng.gauss(0.0, time_sd)) for dummy in range(WORKLOAD_PROMPTS)]
+    speed = [math.exp(rng.gauss(0.0, effect_sd)) for dummy in range(WORKLOAD_PROMPTS)]
+    tpot_len = [x ** 0.25 for x in length]
+    mean_len = sum(length) / len(length)
+    e2e_c = [t / f for t, f in zip(length, speed)]
+    scale_e2e = mean_len / (sum(e2e_c) / len(e2e_c))  # the candidate's E2E mean over the workload: the baseline's
+    # TPOT: the median of (prompt factor x request noise) of each arm, by Monte Carlo over the workload
+    mc = random.Random(seed)
+    base_draws, cand_draws = [], []
+    for dummy in range(20000):
+        p = mc.randrange(WORKLOAD_PROMPTS)
+        z = math.exp(mc.gauss(0.0, tpot_sd))
+        base_draws.append(tpot_len[p] * z)
+        cand_draws.append(tpot_len[p] / speed[p] * z)
+    scale_tpot = _median(base_draws) / _median(cand_draws)
+    return {"seed": seed, "base": [(t, q) for t, q in zip(length, tpot_len)],
+            "cand": [(t / f * scale_e2e, q / f * scale_tpot) for t, q, f in zip(length, tpot_len, speed)]}
+
+
+def _median(values):
+    data = sorted(values)
+    m = len(data)
+    return data[m // 2] if m % 2 else (data[m // 2 - 1] + data[m // 2]) / 2
+
+
+def prompt_sets(workload, index, n, arm):
+    """(c=1 factors, c=8 factors) of ``n`` requests each from prompt set ``index`` of the workload (as vllm_bench's
+    prompt_set: each level draws its own prompts; the same set draws the same prompts on either arm)."""
+    pick = random.Random(workload["seed"] * 1000003 + index)
+    factors = workload["cand" if arm == "candidate" else "base"]
+    return tuple([factors[pick.randrange(len(factors))] for dummy in range(n)] for level in (1, 8))
+
+
+def case_noise(rng, field, cv=0.25):
     """The per-case noise of a field scenario (tails and outlier shares are drawn per case)."""
     out = {}
     if field.get("tails"):
@@ -229,6 +290,10 @@ def case_noise(rng, field):
             out[key] = field[key]
     if field.get("worsen"):
         out["worsen"] = rng.uniform(0.0, field["worsen"])
+    if field.get("prompts"):
+        time_sd, effect_sd = field["prompts"]
+        out["workload"] = draw_workload(rng, time_sd, effect_sd, out.get("sigma") or math.sqrt(math.log(1 + cv * cv)))
+        out["fixed_prompts"] = bool(field.get("fixed_prompts"))
     return out
 
 
@@ -260,8 +325,10 @@ def run_new(rng, truth, cv, drift_sd, params, noise=None):
             return (out["action"], out["decision"], out["requests_used"], out["rounds_used"], out["restarts"],
                     out["rule"], looks, out["wall_s_used"])
         nxt = out["next_round"]
+        # the rollout's prompt sets (record/evaluation.prompt_set): the i-th round of each arm draws set i
+        prompt_set = 0 if (noise or {}).get("fixed_prompts") else sum(1 for r in rounds if r["arm"] == nxt["arm"])
         rounds.append({"arm": nxt["arm"], "result": bench_round(rng, truth, nxt["arm"], nxt["num_prompts"],
-                                                                cv, drift_sd, noise, len(rounds))})
+                                                                cv, drift_sd, noise, len(rounds), prompt_set)})
 
 
 def run_today(rng, truth, cv, drift_sd):
@@ -285,7 +352,7 @@ def _case(job):
     if field.get("neutral"):
         stratum = "neutral"
     truth = {"matrix": draw_truth, "good": draw_good, "slower": draw_slower, "neutral": draw_neutral}[stratum](rng)
-    noise = case_noise(rng, field)
+    noise = case_noise(rng, field, cv)
     new = run_new(random.Random(seed * 7 + 1), truth, cv, drift_sd, params, noise)
     # today's verdict is only compared under the basic noise model it was built for
     today = run_today(random.Random(seed * 7 + 2), truth, cv, drift_sd) if name in BASIC else None
@@ -409,6 +476,8 @@ def _fmt_row(label, s):
 
 def _md_row(name, s, misses):
     verdict = "met" if not misses else "missed: " + ", ".join(m.split(" (")[0] for m in misses)
+    if name in REFERENCE:
+        verdict = "reference (the former design), no targets"
     if s["n_neutral"]:
         return "| %s | – | – | – | – | %.1f | – | – | %.3f | %.0f / %.0f | kept %.1f %% (n=%d); %s |" % (
             name, s["neutral_cost"], s["coverage_min"], s["wall_mean_min"], s["wall_max_min"],

@@ -176,6 +176,24 @@ def test_two_runs_with_one_seed_do_not_send_the_same_prompts():
     assert sorted(p[4:] for p in first) == sorted(p[4:] for p in second)  # the seed still decides the rest
 
 
+def test_a_prompt_set_draws_other_prompts_of_the_seed_and_set_zero_is_the_seed_alone():
+    # the rollout's i-th baseline and i-th candidate round draw set i: the pair meets the same prompts,
+    # the next pair other ones
+    def bodies(**extra):
+        with FakeVLLM() as srv:
+            result, failure = br.run_benchmark(_cfg(srv, concurrency=[2], warmup_prompts=0, num_prompts=4,
+                                                    output_len=8, output_range_ratio=0.5, **extra))
+            assert failure is None
+            return [(tuple(b["prompt"][4:]), b["max_tokens"]) for b in srv.bodies[1:]], result["config"]
+    plain, config = bodies()
+    zero, unused = bodies(prompt_set=0)
+    one, config_one = bodies(prompt_set=1)
+    one_again, unused = bodies(prompt_set=1)
+    assert sorted(plain) == sorted(zero) and config["prompt_set"] == 0
+    assert sorted(one) == sorted(one_again) and config_one["prompt_set"] == 1
+    assert not set(p for p, _n in one) & set(p for p, _n in plain)
+
+
 def test_runner_spreads_output_lengths_like_vllm_bench_serve():
     with FakeVLLM() as srv:
         result, failure = br.run_benchmark(_cfg(srv, concurrency=[2], warmup_prompts=0, num_prompts=40,

@@ -29,7 +29,7 @@ def test_success_returns_contract_and_writes_dest(tmp_path):
     assert len(res["bench_warnings"]) == 1 and "simulated" in res["bench_warnings"][0]
     assert res["config"] == {"input_len": 16, "output_len": 6, "output_range_ratio": 0.0,
                              "num_prompts": 4, "warmup_prompts": 1,
-                             "endpoint": "completions", "seed": 0, "concurrency": [1, 2],
+                             "endpoint": "completions", "seed": 0, "prompt_set": 0, "concurrency": [1, 2],
                              "prompt_kind": "token_ids"}
     saved = json.loads(dest.read_text())
     assert saved["runs"] == res["runs"] and saved["warnings"] == res["bench_warnings"]
@@ -63,7 +63,7 @@ def test_unreachable_server_message_names_url():
 
 @pytest.mark.parametrize("bad", [{"concurrency": [0]}, {"num_prompts": 0}, {"max_failed_ratio": 2},
                                  {"prompt_token_ids_range": [5, 5]}, {"max_duration": 0},
-                                 {"output_range_ratio": 1.0}, {"output_range_ratio": -0.5}])
+                                 {"output_range_ratio": 1.0}, {"output_range_ratio": -0.5}, {"prompt_set": -1}])
 def test_invalid_options_fail_before_any_request(bad):
     with FakeVLLM() as srv:
         failed, res = run_module(vllm_bench.main, _args(srv, **bad))

@@ -37,7 +37,7 @@ CATEGORY_PROMPTS = 4  # requests per category in the acceptance-by-category pass
 DEFAULTS = {
     "url": "http://127.0.0.1:8000", "model": None, "api_key": None,
     "endpoint": "completions", "concurrency": [1, 8], "num_prompts": 50,
-    "warmup_prompts": 10, "input_len": 2048, "output_len": 128, "seed": 0,
+    "warmup_prompts": 10, "input_len": 2048, "output_len": 128, "seed": 0, "prompt_set": 0,
     "request_timeout": 300.0, "max_duration": 3600.0, "max_failed_ratio": 0.1,
     "prompt_token_ids_range": [10, 500], "power_mode": None, "output_range_ratio": 0.0,
     "ca_path": None, "validate_certs": True,
@@ -105,6 +105,14 @@ def scrape_spec(target, timeout, model):
         return None
     return bp.spec_decode_snapshot(bp.parse_text(body), model)
 
+
+
+def request_seed(seed, prompt_set=0):
+    """The base of the measured requests' seeds: ``seed`` picks the workload, ``prompt_set`` which of its sets
+    of prompts (and output lengths) a run draws.  Set 0 is the set a plain ``seed`` always drew.  The rollout
+    measures the i-th baseline round and the i-th candidate round on set i: each pair of rounds meets other
+    prompts of the workload, and the two arms of a pair meet the same ones (docs/verdict.md)."""
+    return (int(seed) + int(prompt_set) * 100003) * 1000003
 
 class TrafficWatch(object):
     """Watches the server's own queue gauges while a level runs: requests besides the benchmark's.
@@ -253,7 +261,7 @@ class Benchmark(object):
         a prompt (no prefix-cache hits); the output lengths come from the
         same seed, so a seed decides the whole workload."""
         self.seed_counter += 1
-        seed = (int(self.cfg["seed"]) * 1000003 + self.seed_counter) & 0x7FFFFFFF
+        seed = (request_seed(self.cfg["seed"], self.cfg["prompt_set"]) + self.seed_counter) & 0x7FFFFFFF
         if self.cfg["dataset"]:
             return self._dataset_payloads(count, seed)
         if self.prompt_kind == "token_ids":
@@ -367,7 +375,7 @@ class Benchmark(object):
             "config": {"input_len": self.input_len, "output_len": self.output_len,
                        "num_prompts": cfg["num_prompts"], "warmup_prompts": cfg["warmup_prompts"],
                        "output_range_ratio": cfg["output_range_ratio"],
-                       "endpoint": cfg["endpoint"], "seed": cfg["seed"],
+                       "endpoint": cfg["endpoint"], "seed": cfg["seed"], "prompt_set": cfg["prompt_set"],
                        "concurrency": list(cfg["concurrency"]), "prompt_kind": self.prompt_kind},
             "warnings": self.warnings,
             # the whole step on the board (discovery, probe, warm-up, levels, answers): the verdict's time

@@ -154,9 +154,19 @@ def _bench(state, ctx, phase, levels=None, k=None):
         first = phase == "baseline" and not state["rounds"]
         step["answers"] = {"prompts": equivalence.get("prompts"), "max_tokens": equivalence.get("max_tokens"),
                            "passes": 2 if first else 1}
+    if phase not in NOT_ROUNDS:
+        step["prompt_set"] = prompt_set(state, phase)
     if k is not None:
         step["k"] = int(k)
     return step
+
+
+def prompt_set(state, phase):
+    """The prompts a round of ``phase`` draws (vllm_bench prompt_set): the i-th round of each arm draws set i, so
+    every pair of a baseline and a candidate round meets prompts of the workload the earlier pairs did not, and
+    both arms of the pair the same ones: the pair's comparison is free of which prompts it drew, the rounds
+    together sample the workload (a fixed set would narrow the interval around that set's own effect)."""
+    return sum(1 for entry in state["rounds"] if entry.get("phase") == phase)
 
 
 def _copy(state):

@@ -125,3 +125,16 @@ def test_a_switch_after_the_lock_was_taken_over_does_not_switch(monkeypatch):
     action._run_action = lambda *a, **k: pytest.fail("switched without the lock")
     out = action._switch({"arm": "baseline"}, {}, {"lock": {"path": "p", "token": "t"}, "switch": {"args": {}}}, {}, {})
     assert out["failed"] and out["lock_lost"] and "run-2" in out["msg"]
+
+
+def test_a_round_benchmark_draws_its_prompt_set_and_a_probe_the_first_set():
+    action = rollout_evaluate.ActionModule.__new__(rollout_evaluate.ActionModule)
+    sent = []
+    action._run_action = lambda name, args, variables, no_log=False: sent.append((name, args)) or {"runs": []}
+    args = {"bench": {"url": "http://127.0.0.1:8000", "seed": 3, "dataset_path": None}, "api_key": None}
+    action._bench({"phase": "candidate", "levels": [1, 8], "prompt_set": 2}, args, {})
+    action._bench({"phase": "probe", "levels": [1], "k": 8}, args, {})
+    (name, round_args), (unused, probe_args) = sent
+    assert name == "jetson.specdec.vllm_bench" and round_args["prompt_set"] == 2 and round_args["seed"] == 3
+    assert round_args["concurrency"] == [1, 8] and "dataset_path" not in round_args  # unset options are not sent
+    assert "prompt_set" not in probe_args and probe_args["progress_label"] == "probe"

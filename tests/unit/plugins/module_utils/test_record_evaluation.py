@@ -196,6 +196,24 @@ def test_the_arms_interleave_as_the_verdict_asks_and_only_switch_when_the_other_
     assert all(r["serving"]["serving_gap_s"] == 4.0 for r in state["rounds"])
 
 
+def test_the_ith_round_of_each_arm_draws_prompt_set_i_and_probes_stay_on_the_first_set():
+    ctx = context(settings=settings(third_arm=True))
+    state, steps = run(ctx, Board(REGRESSING))
+    benches = [s for s in steps if s["do"] == "bench"]
+    seen = {}
+    for step in benches:
+        if step["phase"] in ev.NOT_ROUNDS:
+            # the k probe and the threshold probe compare with each other on the workload's first set
+            assert "prompt_set" not in step
+            continue
+        assert step["prompt_set"] == seen.get(step["phase"], 0), [(b["phase"], b.get("prompt_set")) for b in benches]
+        seen[step["phase"]] = step["prompt_set"] + 1
+    # a pair of rounds shares its prompts, and the pairs rotate through the workload
+    assert seen["candidate"] >= 2 and seen.get("schedule", 0) >= 2, seen  # B C C, then the schedule's own rounds
+    assert ev.prompt_set({"rounds": [{"phase": "baseline"}, {"phase": "candidate"}, {"phase": "candidate"}]},
+                         "candidate") == 2
+
+
 def test_a_rung_that_does_not_start_is_recorded_written_and_the_next_one_tried():
     board = Board({"eagle3 at utilization 0.65": GOOD["eagle3 at utilization 0.70"]},
                   fails={"eagle3 at utilization 0.70": OOM})
