@@ -38,7 +38,10 @@ BOARDS = [
           hostvars={"rollout_c8_regression_tolerance": TOLERANCE, "rollout_keep_throughput_gain": KEEP_GAIN}),
     board("ta-costly", "agx-02", vllm_version="0.32.0", speculative_schedule_overhead=0.3,
           hostvars={"rollout_keep_throughput_gain": KEEP_GAIN}),
-    board("ta-old", "agx-02", vllm_version="0.20.1"),
+    # Its candidate's c=8 loss must settle as a regression (the gate is asked after a c=8 revert): a loaded CI
+    # machine (2026-12-07) measured it at -14 % with 10 % drift between rounds, the interval -22.6 .. -4.5 %
+    # still touching the 5 % tolerance after 10 rounds: inconclusive, no gate. More rounds for this host only.
+    board("ta-old", "agx-02", vllm_version="0.20.1", hostvars={"rollout_verdict_max_rounds": 16}),
 ]
 KEY = "num_speculative_tokens_per_batch_size"
 
