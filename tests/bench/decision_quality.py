@@ -258,7 +258,7 @@ def draw_workload(rng, time_sd, effect_sd, tpot_sd):
         base_draws.append(tpot_len[p] * z)
         cand_draws.append(tpot_len[p] / speed[p] * z)
     scale_tpot = _median(base_draws) / _median(cand_draws)
-    return {"seed": seed, "base": [(t, q) for t, q in zip(length, tpot_len)],
+    return {"seed": seed, "base": list(zip(length, tpot_len)),
             "cand": [(t / f * scale_e2e, q / f * scale_tpot) for t, q, f in zip(length, tpot_len, speed)]}
 
 

@@ -106,13 +106,13 @@ def scrape_spec(target, timeout, model):
     return bp.spec_decode_snapshot(bp.parse_text(body), model)
 
 
-
 def request_seed(seed, prompt_set=0):
     """The base of the measured requests' seeds: ``seed`` picks the workload, ``prompt_set`` which of its sets
     of prompts (and output lengths) a run draws.  Set 0 is the set a plain ``seed`` always drew.  The rollout
     measures the i-th baseline round and the i-th candidate round on set i: each pair of rounds meets other
     prompts of the workload, and the two arms of a pair meet the same ones (docs/verdict.md)."""
     return (int(seed) + int(prompt_set) * 100003) * 1000003
+
 
 class TrafficWatch(object):
     """Watches the server's own queue gauges while a level runs: requests besides the benchmark's.
