@@ -20,9 +20,10 @@ description:
     without the "FAILED - RETRYING" lines of an C(until) loop. For a benchmark - the step, the concurrency level,
     the requests done and an estimate of the time left; for a vLLM start - how long it has waited, the unit's
     state and restarts, and the server's last answer.
-  - An action plugin polls the host; each look is one shell command there (C(cat) of the job's status file, as
-    M(ansible.builtin.async_status) reads it, and of the progress file; no Python is started on the host), and
-    both files are removed once the job has finished.
+  - An action plugin looks at the host; each look is one shell command there (no Python is started on the host)
+    that waits while the job runs, checking its status file every second as M(ansible.builtin.async_status) reads
+    it, and then reads the status and the progress file. A look answers as soon as the job has ended, or when the
+    next progress line is due; both files are removed once the job has finished.
 extends_documentation_fragment:
   - jetson.specdec.attributes
 attributes:
@@ -32,7 +33,7 @@ attributes:
   action:
     description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the controller.
     support: full
-    details: Runs on the controller as an action plugin that looks at the host with one shell command per poll.
+    details: Runs on the controller as an action plugin that looks at the host with one shell command per progress line.
 options:
   jid:
     description: The C(ansible_job_id) the async task registered.
@@ -52,11 +53,8 @@ options:
     default: 30
   poll:
     description:
-      - Seconds between two looks at the host (a finished job is noticed within this); at most O(interval) when that is set.
-      - The first looks come sooner (after 1 s, 2 s, 3 s ... up to O(poll)), so a job that ends in seconds is noticed
-        within about a second.
-      - A benchmark whose progress says when it could end at the earliest is looked at then instead, but at least
-        once per progress line (every 6 polls when O(interval=0)).
+      - Without progress lines (O(interval=0)), a look answers after at most 6 polls while the job runs (the job's
+        end answers at once, within about a second).
     type: int
     default: 5
   timeout:

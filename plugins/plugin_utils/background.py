@@ -34,32 +34,17 @@ def describe(snap, now, label):
     return bench_progress.describe(snap, now, label)
 
 
-def next_wait(looks, poll, interval, remaining, soonest_end=None, line_in=None):
-    """Seconds to sleep before look number ``looks + 1``: 1 s, 2 s, 3 s ... up to ``poll``.
-
-    A start on a warm cache or a short benchmark ends in seconds; looking sooner at first notices it
-    within about a second instead of a whole ``poll``. A job that says when it could end at the
-    earliest (``soonest_end``, a benchmark's pace: bench/progress.py) is looked at again then: a
-    20-minute benchmark costs one look per progress line and a few near its end, not one per
-    ``poll``. Never later than the next progress line (``line_in``, else ``interval``; without lines,
-    6 polls) or the time left before the timeout.
-    """
-    wait = min(looks + 1, poll)
-    if soonest_end is not None and soonest_end > wait:
-        # without progress lines, at most 6 polls: an estimate from a step's first requests can be far off
-        wait = min(soonest_end, interval or 6 * poll)
+def look_wait(poll, interval, remaining, line_in=None):
+    """Seconds the host may wait for the job before it answers look number n: the job's end answers at once
+    (the host checks every second), so the wait only bounds how long the controller hears nothing. Until the
+    next progress line (``line_in``, else ``interval``; without lines, 6 polls) and never past the timeout.
+    A vLLM start of 20 s is one look, a benchmark one look per progress line (each look is a process on
+    the controller and on the board: a ``docker exec`` or an SSH command)."""
     if interval:
-        wait = min(wait, interval if line_in is None else line_in)
-    return max(1, min(wait, remaining))
-
-
-def job_soonest_end(status):
-    """Seconds until a running job could end at the earliest by its own progress (a benchmark's pace), or
-    None (a vLLM start has no estimate; nor has a benchmark before its step's first request)."""
-    snap = status.get("progress")
-    if not isinstance(snap, dict) or snap.get("kind", "bench") != "bench":
-        return None
-    return bench_progress.soonest_end_seconds(snap, status["now"])  # parse_look's clock: always a number
+        wait = interval if line_in is None else line_in
+    else:
+        wait = 6 * poll
+    return int(max(1, min(wait, remaining)))
 
 
 # One look at the host is one shell command, no Python there: a poll every few seconds of every
@@ -67,13 +52,17 @@ def job_soonest_end(status):
 # time. Markers are lines no JSON file has.
 LOOK = ('j=%(job)s; p=%(progress)s; if [ ! -e "$j" ]; then echo @@missing; exit 0; fi; '
         'date +%%s; echo @@job; cat -- "$j"; echo; echo @@progress; cat -- "$p" 2>/dev/null; echo')
+# The same look after waiting on the host, up to %(wait)s seconds, while the job file is async_wrapper's
+# "started" record (or not there yet): a job that ends is seen within a second, without a look per second.
+WAIT = ('j=%(job)s; n=%(wait)d; while [ "$n" -gt 0 ] && { [ ! -e "$j" ] || '
+        'grep -qE \'^[{]"started": (true|1), "finished": (false|0)\' -- "$j" 2>/dev/null; }; do sleep 1; n=$((n - 1)); done; ')
 # A finished job is collected once: the next job must not read this one's files.
 COLLECT = "rm -f -- %(job)s %(progress)s"
 
 
-def look_paths(job_path, progress_path):
-    """LOOK's and COLLECT's substitutions: both paths quoted for the host's shell."""
-    return {"job": shlex_quote(job_path), "progress": shlex_quote(progress_path)}
+def look_paths(job_path, progress_path, wait=0):
+    """LOOK's, WAIT's and COLLECT's substitutions: both paths quoted for the host's shell, the wait in seconds."""
+    return {"job": shlex_quote(job_path), "progress": shlex_quote(progress_path), "wait": int(wait)}
 
 
 def _json(text):
@@ -158,9 +147,10 @@ def wait_for_job(action, jid, progress_path, label, interval, poll, timeout, asy
     job_path = job_path or posixpath.join(async_job_dir(action, async_dir), jid)
     paths = look_paths(job_path, progress_path)
     start = last_line = time.time()
-    looks = 0
+    # the first look waits too: a job file async_wrapper has not written yet is waited for, not "missing"
+    wait = look_wait(poll, interval, timeout)
     while True:
-        status = _look(action, paths)
+        status = _look(action, dict(paths, wait=wait))
         if status.get("failed"):
             return status
         if status.get("missing"):
@@ -182,13 +172,11 @@ def wait_for_job(action, jid, progress_path, label, interval, poll, timeout, asy
         if interval and now - last_line >= interval:
             last_line = now
             display.display("%s: %s" % (host, describe(status.get("progress"), status.get("now") or now, label)))
-        time.sleep(next_wait(looks, poll, interval, timeout - (now - start), soonest_end=job_soonest_end(status),
-                             line_in=last_line + interval - now if interval else None))
-        looks += 1
+        wait = look_wait(poll, interval, timeout - (now - start), line_in=last_line + interval - now if interval else None)
 
 
 def _look(action, paths):
-    res = action._low_level_execute_command(LOOK % paths, sudoable=True)
+    res = action._low_level_execute_command(((WAIT % paths) if paths.get("wait") else "") + LOOK % paths, sudoable=True)
     if res.get("rc") != 0:
         return {"failed": True, "msg": "could not read the async job's files on the host (rc %s): %s"
                                        % (res.get("rc"), (res.get("stderr") or res.get("stdout") or "").strip()[-500:])}

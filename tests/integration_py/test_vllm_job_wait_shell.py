@@ -5,8 +5,9 @@
 (tests/unit/plugins/modules/test_vllm_job_wait.py reads its lines without a shell)."""
 import json
 import subprocess
+import time
 
-from ansible_collections.jetson.specdec.plugins.plugin_utils.background import COLLECT, LOOK, look_paths, parse_look
+from ansible_collections.jetson.specdec.plugins.plugin_utils.background import COLLECT, LOOK, WAIT, look_paths, parse_look
 
 
 def _paths(tmp_path, jid="123.456"):
@@ -58,3 +59,56 @@ def test_a_path_with_shell_characters_is_only_a_path(tmp_path):
     job.write_text(json.dumps({"rc": 0}))
     assert look(job, tmp_path / "$(touch pwned2)")["finished"] is True
     assert not list(tmp_path.glob("**/pwned*"))  # the shell ran in tmp_path/async: nothing was touched
+
+
+def waiting_look(job, progress, wait):
+    """The action's look after its wait on the host (WAIT + LOOK), and how long the shell took."""
+    paths = look_paths(str(job), str(progress), wait)
+    t0 = time.monotonic()
+    out = _sh((WAIT % paths) + LOOK % paths, job.parent)
+    return parse_look(out, 0.0), time.monotonic() - t0
+
+
+def test_a_waiting_look_answers_when_the_job_ends_not_at_the_end_of_its_wait(tmp_path):
+    job, progress = _paths(tmp_path)
+    # async_wrapper's first record, exactly as ansible-core 2.19 writes it
+    job.write_text(json.dumps({"started": True, "finished": False, "ansible_job_id": "123.456"}))
+    # written aside and renamed, as async_wrapper's jwrite does: the look never reads half a result
+    writer = subprocess.Popen(["/bin/sh", "-c", "sleep 1.5; printf '%%s' '%s' > '%s.tmp'; mv '%s.tmp' '%s'"
+                               % (json.dumps({"changed": False, "runs": [1], "started_at": 5}), job, job, job)])
+    res, took = waiting_look(job, progress, 20)
+    writer.wait()
+    assert res["finished"] is True and res["job"]["runs"] == [1]
+    assert 1.0 <= took < 5.0, took  # seen within a second of the write, not after 20 s
+
+
+def test_a_waiting_look_at_a_running_job_answers_after_its_wait(tmp_path):
+    job, progress = _paths(tmp_path)
+    job.write_text(json.dumps({"started": 1, "finished": 0, "ansible_job_id": "123.456"}))  # older cores: 1 / 0
+    res, took = waiting_look(job, progress, 2)
+    assert res["finished"] is False and 1.5 <= took < 5.0, took
+
+
+def test_a_finished_result_that_mentions_started_is_not_waited_on(tmp_path):
+    job, progress = _paths(tmp_path)
+    job.write_text(json.dumps({"changed": True, "serving": {"started": True, "finished": False}}))
+    res, took = waiting_look(job, progress, 20)
+    assert res["finished"] is True and took < 1.0, took
+
+
+def test_a_job_file_not_written_yet_is_waited_for_then_missing(tmp_path):
+    job, progress = _paths(tmp_path)
+    res, took = waiting_look(job, progress, 1)
+    assert res == {"missing": True} and 0.5 <= took < 4.0, took
+    writer = subprocess.Popen(["/bin/sh", "-c", "sleep 0.5; printf '{\"rc\": 0}' > '%s.tmp'; mv '%s.tmp' '%s'"
+                               % (job, job, job)])
+    res, took = waiting_look(job, progress, 10)
+    writer.wait()
+    assert res["finished"] is True and took < 4.0, took
+
+
+def test_a_waiting_look_with_shell_characters_in_its_path_is_only_a_path(tmp_path):
+    job, dummy = _paths(tmp_path, jid="1; touch pwned")
+    job.write_text(json.dumps({"rc": 0}))
+    res, unused = waiting_look(job, tmp_path / "$(touch pwned2)", 3)
+    assert res["finished"] is True and not list(tmp_path.glob("**/pwned*"))

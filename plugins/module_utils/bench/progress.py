@@ -112,7 +112,7 @@ def _by_level(snap, now):
     batch = min(current, total)  # a warmup of 2 prompts at c=8 runs a batch of 2
     elapsed_here = now - step_started
     if done > 0:
-        # one request's latency at this batch: the requests in flight as if about to finish (soonest_end_seconds)
+        # one request's latency at this batch: the requests in flight as if about to finish
         latency = elapsed_here * batch / float(done + min(batch, left_here))
         here = left_here * latency / batch
     else:
@@ -156,32 +156,6 @@ def eta_seconds(snap, now):
     if not done or started is None or total <= done:
         return None
     return (now - started) * (total - done) / float(done)
-
-
-def soonest_end_seconds(snap, now):
-    """Seconds until the run could end at the earliest, or None before the step's first request.
-
-    The current step's pace (its own requests at its own concurrency, those in flight counted as done) for the
-    rest of the step; every later request as if at the run's highest concurrency, and as if throughput grew in
-    proportion to it (it grows less). So the estimate errs short: a waiter that looks then looks early, not
-    late (eta_seconds, the operator's best guess, may be either).
-    """
-    try:
-        done, total = int(snap.get("done") or 0), int(snap.get("total") or 0)
-        step_started = float(snap["step_started"])
-        left_total = int(snap.get("requests_total") or 0) - int(snap.get("requests_done") or 0)
-        current = int(snap.get("concurrency") or 1)
-        highest = max([int(c) for c in snap.get("concurrencies") or []] + [current])
-    except (KeyError, TypeError, ValueError):
-        return None
-    if done <= 0 or current < 1:
-        return None
-    left_here = max(0, total - done)
-    left_later = max(0, left_total - left_here)
-    # The requests in flight as if about to finish: at concurrency c they finish in bunches of c, and the
-    # time since the last bunch would otherwise read as a slower pace.
-    pace = (now - step_started) / float(done + min(current, left_here))
-    return max(0.0, left_here * pace + left_later * pace * current / float(highest))
 
 
 def duration_text(seconds):

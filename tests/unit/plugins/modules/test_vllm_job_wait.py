@@ -1,6 +1,8 @@
 """vllm_job_wait: how the action reads its one look at an async job, and when it looks
 (tests/integration_py/test_vllm_job_wait_shell.py runs the look through /bin/sh on real files)."""
 import json
+import math
+import re
 
 
 def test_the_action_describes_a_benchmark_and_a_start_by_their_kind():
@@ -13,52 +15,23 @@ def test_the_action_describes_a_benchmark_and_a_start_by_their_kind():
     assert describe(None, 40.0, "baseline") == "baseline: running (no progress written yet)"
 
 
-def test_the_action_looks_soon_at_first_then_every_poll():
-    """A start that ends in 3 s is noticed within about a second; a long job costs one look per poll."""
-    from ansible_collections.jetson.specdec.plugins.plugin_utils.background import next_wait
-    assert [next_wait(n, 5, 30, 900) for n in range(8)] == [1, 2, 3, 4, 5, 5, 5, 5]
-    assert [next_wait(n, 5, 2, 900) for n in range(4)] == [1, 2, 2, 2]  # a line every 2 s needs a look as often
-    assert next_wait(6, 5, 0, 900) == 5  # no lines: poll alone
-    assert next_wait(6, 5, 30, 2.5) == 2.5 and next_wait(6, 5, 30, -3) == 1  # never past the timeout, never 0
+def test_the_host_waits_for_the_job_until_the_next_progress_line_or_six_polls():
+    """Each look waits on the host (the job's end answers at once): the wait only bounds the silence."""
+    from ansible_collections.jetson.specdec.plugins.plugin_utils.background import look_wait
+    assert look_wait(5, 30, 900) == 30  # a line every 30 s: a look per line
+    assert look_wait(5, 0, 900) == 30  # no lines: six polls
+    assert look_wait(5, 2, 900) == 2  # a line every 2 s needs a look as often
+    assert look_wait(5, 30, 900, line_in=12.5) == 12  # the next line is due sooner (whole seconds)
+    assert look_wait(5, 60, 40) == 40 and look_wait(5, 30, 2.5) == 2  # never past the timeout
+    assert look_wait(5, 30, -3) == 1 and look_wait(5, 30, 900, line_in=-1) == 1  # never 0: a wait of 0 is a plain look
 
 
-def test_a_job_that_says_when_it_could_end_is_looked_at_then():
-    from ansible_collections.jetson.specdec.plugins.plugin_utils.background import next_wait
-    assert next_wait(6, 5, 0, 900, soonest_end=20) == 20  # no lines: at the soonest end
-    assert next_wait(6, 5, 0, 900, soonest_end=200) == 30  # ... but at most 6 polls later
-    assert next_wait(6, 5, 30, 900, soonest_end=200) == 30  # a line is due every 30 s
-    assert next_wait(6, 5, 30, 900, soonest_end=200, line_in=12.5) == 12.5  # the next line is due sooner
-    assert next_wait(6, 5, 30, 900, soonest_end=3) == 5 and next_wait(1, 5, 30, 900, soonest_end=1) == 2  # near the end: poll
-    assert next_wait(6, 5, 60, 40, soonest_end=200) == 40  # never past the timeout
-    assert next_wait(6, 5, 30, 900, soonest_end=200, line_in=-1) == 1  # a late line: at once, not 0
-
-
-def test_the_soonest_end_comes_from_a_benchmarks_progress_only():
-    from ansible_collections.jetson.specdec.plugins.plugin_utils.background import job_soonest_end
-    bench = {"version": 1, "kind": "bench", "started": 0.0, "step": "level", "step_started": 100.0, "concurrency": 1,
-             "concurrencies": [1], "done": 10, "total": 40, "requests_done": 12, "requests_total": 42}
-    # 10 done and 1 in flight in 22 s: 2 s a request, 30 left in this step
-    assert job_soonest_end({"progress": bench, "now": 122.0}) == 60.0
-    assert job_soonest_end({"progress": dict(bench, done=0), "now": 120.0}) is None  # no pace yet
-    assert job_soonest_end({"progress": {"version": 1, "kind": "start", "started": 100.0}, "now": 120.0}) is None
-    assert job_soonest_end({"progress": None, "now": 120.0}) is None
-    assert job_soonest_end({"progress": dict(bench, step_started="x"), "now": 120.0}) is None  # not this collection's
-    legacy = dict(bench)
-    del legacy["step_started"]
-    assert job_soonest_end({"progress": legacy, "now": 120.0}) is None  # an older module's file: poll as before
-
-
-def test_later_levels_are_counted_at_their_higher_concurrency_so_the_estimate_errs_short():
-    from ansible_collections.jetson.specdec.plugins.module_utils.bench.progress import eta_seconds, soonest_end_seconds
+def test_the_operators_line_reads_the_run_level_by_level():
+    from ansible_collections.jetson.specdec.plugins.module_utils.bench.progress import eta_seconds
     # level 1 of [1, 8]: 20 of 40 requests in 100 s; 40 more at c=8 follow
     snap = {"version": 1, "kind": "bench", "started": 0.0, "step": "level", "step_started": 0.0, "concurrency": 1,
             "concurrencies": [1, 8], "done": 20, "total": 40, "requests_done": 20, "requests_total": 80}
-    assert soonest_end_seconds(snap, 105.0) == 20 * 5.0 + 40 * 5.0 / 8  # 20 done, 1 in flight: 5 s each; 125 s
-    # at c=8 the requests end in bunches of 8: 8 done at 6 s, the next 8 almost done at 11.9 s
-    bunch = dict(snap, step_started=0.0, concurrency=8, done=8, total=32, requests_done=48, requests_total=72)
-    assert round(soonest_end_seconds(bunch, 11.9), 2) == round(24 * 11.9 / 16, 2)  # 0.74 s a request, not 1.49
     assert eta_seconds(snap, 100.0) == 300.0  # the operator's line: the whole run's pace, long here
-    assert soonest_end_seconds(dict(snap, done=0), 100.0) is None
 
 
 def test_one_look_at_the_host_is_read_as_async_status_reads_a_job():
@@ -104,8 +77,7 @@ class _Clock(object):
         return self.t
 
     def sleep(self, seconds):
-        assert seconds >= 1
-        self.t += seconds
+        raise AssertionError("the controller sleeps: the host waits (a look's wait), not the controller")
 
 
 class _BenchHost(object):
@@ -113,15 +85,20 @@ class _BenchHost(object):
     one shell command. ``end`` is when the run ends; the first level takes 6/7 of it."""
 
     def __init__(self, clock, end=600.0, total=300, slow_start=0.0):
-        self.clock, self.end, self.total, self.looks = clock, clock.t + end, total, 0
+        self.clock, self.end, self.total, self.looks, self.waits = clock, clock.t + end, total, 0, []
         self.started, self.switch = clock.t, clock.t + end * 6 / 7.0
         self.slow_start = slow_start  # seconds level 1 seems to have taken before its first request ended
 
     def _low_level_execute_command(self, cmd, sudoable=False):
-        now = self.clock.t
         if cmd.startswith("rm -f"):
             return {"rc": 0, "stdout": ""}
         self.looks += 1
+        wait = re.search(r"n=(\d+);", cmd)
+        if wait:  # the host waits up to n seconds, checking every second whether the job has ended
+            waited = min(int(wait.group(1)), max(0, math.ceil(self.end - self.clock.t)))
+            self.waits.append(int(wait.group(1)))
+            self.clock.t += waited
+        now = self.clock.t
         if now >= self.end:
             return {"rc": 0, "stdout": '%d\n@@job\n{"runs": [1]}\n\n@@progress\n\n' % now}
         if now < self.switch:  # level 1 at c=1
@@ -154,31 +131,30 @@ def test_a_long_benchmark_costs_a_look_per_progress_line_and_is_noticed_soon_aft
     host = _BenchHost(clock)
     result = background.wait_for_job(host, "1.2", "/p.json", "baseline", 30, 5, 900, host="thor-01")
     assert result == {"runs": [1], "changed": False}
-    # 600 s at one look per 5 s poll would be 120 looks; a line every 30 s needs 20
-    assert host.looks <= 30, host.looks
-    assert clock.t - host.end <= 5  # noticed within a poll of its end
-    assert len(lines) >= 19 and all(line.startswith("thor-01: baseline: measuring") for line in lines)
+    # 600 s at one look per 5 s poll would be 120 looks; a line every 30 s needs 20 (the 20th sees the end)
+    assert host.looks == 20, host.looks
+    assert clock.t - host.end <= 1  # the host saw the end within its second
+    assert len(lines) == 19 and all(line.startswith("thor-01: baseline: measuring") for line in lines)
 
 
-def test_without_progress_lines_a_wrong_estimate_costs_at_most_six_polls(monkeypatch):
+def test_without_progress_lines_a_look_waits_six_polls_and_the_end_is_seen_at_once(monkeypatch):
     from ansible_collections.jetson.specdec.plugins.plugin_utils import background
     clock = _Clock()
     monkeypatch.setattr(background, "time", clock)
-    # a first request that took 200 s (a cold cache): the step's pace reads far slower than the rest runs
-    host = _BenchHost(clock, end=180.0, slow_start=200.0)
+    host = _BenchHost(clock, end=100.0)
     background.wait_for_job(host, "1.2", "/p.json", "x", 0, 5, 900, job_path="/j")
-    assert clock.t - host.end <= 30 and host.looks <= 15
+    assert host.waits == [30, 30, 30, 30] and clock.t - host.end <= 1
 
 
-def test_a_job_without_an_estimate_is_still_looked_at_every_poll(monkeypatch):
+def test_a_job_that_outlives_its_timeout_fails_without_waiting_past_it(monkeypatch):
     from ansible_collections.jetson.specdec.plugins.plugin_utils import background
     clock = _Clock()
     monkeypatch.setattr(background, "time", clock)
     monkeypatch.setattr(background.display, "display", lambda line: None)
-    host = _BenchHost(clock, end=100.0)
-    host.total = 0  # no requests counted: no pace, no estimate
-    background.wait_for_job(host, "1.2", "/p.json", "start", 30, 5, 900)
-    assert host.looks >= 20 and clock.t - host.end <= 5
+    host = _BenchHost(clock, end=1000.0)
+    out = background.wait_for_job(host, "1.2", "/p.json", "baseline", 30, 5, 75, job_path="/j")
+    assert out["failed"] and "did not finish within 75 s" in out["msg"]
+    assert host.waits == [30, 30, 15] and clock.t - 1000.0 == 75
 
 
 def test_the_job_file_the_start_named_is_read_without_asking_the_host_where_its_async_directory_is(monkeypatch):
