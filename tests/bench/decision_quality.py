@@ -273,7 +273,7 @@ def prompt_sets(workload, index, n, arm):
     prompt_set: each level draws its own prompts; the same set draws the same prompts on either arm)."""
     pick = random.Random(workload["seed"] * 1000003 + index)
     factors = workload["cand" if arm == "candidate" else "base"]
-    return tuple([factors[pick.randrange(len(factors))] for dummy in range(n)] for level in (1, 8))
+    return tuple([factors[pick.randrange(len(factors))] for dummy in range(n)] for unused_level in (1, 8))
 
 
 def case_noise(rng, field, cv=0.25):

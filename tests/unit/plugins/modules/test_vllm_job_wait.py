@@ -26,14 +26,6 @@ def test_the_host_waits_for_the_job_until_the_next_progress_line_or_six_polls():
     assert look_wait(5, 30, -3) == 1 and look_wait(5, 30, 900, line_in=-1) == 1  # never 0: a wait of 0 is a plain look
 
 
-def test_the_operators_line_reads_the_run_level_by_level():
-    from ansible_collections.jetson.specdec.plugins.module_utils.bench.progress import eta_seconds
-    # level 1 of [1, 8]: 20 of 40 requests in 100 s; 40 more at c=8 follow
-    snap = {"version": 1, "kind": "bench", "started": 0.0, "step": "level", "step_started": 0.0, "concurrency": 1,
-            "concurrencies": [1, 8], "done": 20, "total": 40, "requests_done": 20, "requests_total": 80}
-    assert eta_seconds(snap, 100.0) == 300.0  # the operator's line: the whole run's pace, long here
-
-
 def test_one_look_at_the_host_is_read_as_async_status_reads_a_job():
     """The action's shell look: the host's clock, the job file (finished without "started"), the progress file."""
     from ansible_collections.jetson.specdec.plugins.plugin_utils.background import parse_look
@@ -84,10 +76,9 @@ class _BenchHost(object):
     """A host running a benchmark of two levels (c=1, then c=8 in bunches of 8, each request 6x faster); each look is
     one shell command. ``end`` is when the run ends; the first level takes 6/7 of it."""
 
-    def __init__(self, clock, end=600.0, total=300, slow_start=0.0):
+    def __init__(self, clock, end=600.0, total=300):
         self.clock, self.end, self.total, self.looks, self.waits = clock, clock.t + end, total, 0, []
         self.started, self.switch = clock.t, clock.t + end * 6 / 7.0
-        self.slow_start = slow_start  # seconds level 1 seems to have taken before its first request ended
 
     def _low_level_execute_command(self, cmd, sudoable=False):
         if cmd.startswith("rm -f"):
@@ -102,7 +93,7 @@ class _BenchHost(object):
         if now >= self.end:
             return {"rc": 0, "stdout": '%d\n@@job\n{"runs": [1]}\n\n@@progress\n\n' % now}
         if now < self.switch:  # level 1 at c=1
-            level, conc, step_started = 1, 1, self.started - self.slow_start
+            level, conc, step_started = 1, 1, self.started
             done = int(self.total * (now - self.started) / (self.switch - self.started))
         else:
             level, conc, step_started = 2, 8, self.switch
