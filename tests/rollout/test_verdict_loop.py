@@ -124,6 +124,14 @@ def test_a_candidate_dying_in_its_second_round_is_reverted_not_failed(fleet):
     assert_serving(fleet, "lv-crash", speculative=False)
 
 
+def test_the_ith_round_of_each_arm_was_measured_on_prompt_set_i(fleet):
+    """Issue 31: the prompts rotate in pairs. What each round's benchmark on the board reported drawing: B C C B B C
+    measured on sets 0 0 1 1 2 2 (the i-th baseline and the i-th candidate round on set i)."""
+    measured = fleet.after_first["lv-noisy"]["benchmarks"]["rounds"]
+    assert [(r["arm"], r.get("prompt_set")) for r in measured] == [
+        ("baseline", 0), ("candidate", 0), ("candidate", 1), ("baseline", 1), ("baseline", 2), ("candidate", 2)]
+
+
 def test_a_host_that_settles_early_gets_its_answer_while_a_slow_one_still_measures(fleet):
     """Issue 32: a host's evaluation is one task, so no board waits for the slowest of its batch. lv-crash (reverted
     after its second round) has its baseline back and its outcome written before lv-noisy (six rounds, the same

@@ -500,7 +500,8 @@ def compact_result(result):
 
 def round_summary(rounds):
     """One line per round (arm, whether the server reported speculative decoding, each level's throughput and
-    TPOT p50): the evidence, in order. ``speculating`` shows that a candidate round measured a speculating server."""
+    TPOT p50, when it started, the prompt set it drew): the evidence, in order. ``speculating`` shows that a
+    candidate round measured a speculating server."""
     out = []
     for rnd in rounds or []:
         result = rnd.get("result") or {}
@@ -511,6 +512,9 @@ def round_summary(rounds):
                            for run in runs if isinstance(run, dict)]}
         if isinstance(rnd.get("at"), (int, float)) and not isinstance(rnd.get("at"), bool):
             line["at"] = round(float(rnd["at"]), 1)  # when its benchmark started (UTC epoch seconds)
+        prompt_set = (result.get("config") or {}).get("prompt_set")
+        if isinstance(prompt_set, int) and not isinstance(prompt_set, bool):
+            line["prompt_set"] = prompt_set  # the prompts it drew: the i-th round of each arm draws set i
         out.append(line)
     return out
 

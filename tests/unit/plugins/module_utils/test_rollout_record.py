@@ -390,6 +390,14 @@ def test_each_round_says_whether_the_server_it_measured_was_speculating():
         ("baseline", False), ("candidate", True), ("candidate", False)]
 
 
+def test_each_round_says_which_prompt_set_it_drew_when_the_benchmark_said():
+    rounds = [{"phase": "baseline", "result": dict(bench(20, 50), config={"seed": 0, "prompt_set": 0})},
+              {"phase": "candidate", "result": dict(bench(30, 30), config={"seed": 0, "prompt_set": 1})},
+              {"phase": "candidate", "result": bench(30, 30)},  # an older vllm_bench: no prompt_set
+              {"phase": "candidate", "result": dict(bench(30, 30), config={"prompt_set": True})}]  # not a number
+    assert [r.get("prompt_set") for r in rec.round_summary(rounds)] == [0, 1, None, None]
+
+
 @pytest.mark.parametrize("text,rate", [
     ('{"verdict": {"decision": "keep", "metrics": {"acceptance_rate": 0.72}}}', 0.72),
     ('{"verdict": {"metrics": {"acceptance_rate": 1}}}', 1.0),
