@@ -5,7 +5,7 @@
 
 A release after the unlock can undo a second run's hold in the middle of its benchmark, and a failed unlock
 skipped it; a hold record left by an interrupted run was never released on a host that needed no rollout. The
-decision is in YAML (main.yml's always section, check.yml's pass over converged hosts, revert.yml): these tests
+decision is in YAML (host.yml's always section, check.yml's pass over converged hosts, revert.yml): these tests
 read it there, so a reordering or a lost condition fails here in a second instead of in a 4-minute fleet test.
 """
 import os
@@ -38,7 +38,7 @@ def actions(tasks):
 
 
 def rollout_block():
-    return [t for t in load("roles", "rollout", "tasks", "main.yml") if "block" in t][0]
+    return [t for t in load("roles", "rollout", "tasks", "host.yml") if "block" in t][0]
 
 
 def test_the_rollout_releases_clocks_before_its_lock_in_always():

@@ -392,7 +392,7 @@ def test_the_rollout_passes_the_last_verdicts_acceptance_to_every_plan():
     with open(os.path.join(repo, "roles", "vllm_server", "vars", "main.yml")) as handle:
         launch_input = yaml.safe_load(handle)["__vllm_server_launch_input"]["plan"]
     assert launch_input["measured_acceptance"] == "{{ vllm_server_measured_acceptance }}"
-    for rel in ("check.yml", "baseline.yml", "main.yml"):
+    for rel in ("check.yml", "baseline.yml", "host.yml"):
         with open(os.path.join(repo, "roles", "rollout", "tasks", rel)) as handle:
             text = handle.read()
         assert "vllm_server_measured_acceptance: \"{{ rollout_measured_acceptance" in text, rel
