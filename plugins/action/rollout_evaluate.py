@@ -17,8 +17,8 @@ with the collection's own steps, as ansible.builtin.reboot runs several remote s
 So a host of a canary batch gets its answer (kept or reverted, and the outcome written) when its own
 evidence settles, not when the batch's slowest board does. The action returns to YAML only to run the
 operator's before_restart hook (with the machine's state, which the next call takes back) and when it is
-done or failed; a failure returns the state as far as it got, so main.yml's rescue records the rounds and
-puts the last good config back.
+done (with the record published to the run's spool, option ``publish``) or failed; a failure returns the state as
+far as it got, so host.yml's rescue records the rounds and puts the last good config back.
 """
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -34,6 +34,7 @@ from ansible_collections.jetson.specdec.plugins.module_utils.common.plain_data i
 from ansible_collections.jetson.specdec.plugins.module_utils.record import evaluation
 from ansible_collections.jetson.specdec.plugins.module_utils.record.record import RecordError
 from ansible_collections.jetson.specdec.plugins.plugin_utils.planning import clean, run_module
+from ansible_collections.jetson.specdec.plugins.plugin_utils.spool import publish_result
 
 display = Display()
 
@@ -55,8 +56,11 @@ ARGS = {
     "hooks": {"type": "dict", "default": {}},
     "evaluation": {"type": "dict"},
     "api_key": {"type": "str", "no_log": True},
+    # {spool_dir, run_id, started}: the finished record into the run's spool and custom stats once the evaluation is
+    # done (what jetson.specdec.rollout_publish does for the other paths), so the role needs no task after this one
+    "publish": {"type": "dict"},
 }
-# What a failed evaluation hands to main.yml's rescue besides the record.
+# What a failed evaluation hands to host.yml's rescue besides the record.
 FAILED_KEYS = ("rounds", "launch", "verdict")
 
 
@@ -160,9 +164,19 @@ class ActionModule(ActionBase):
             except (evaluation.EvaluationError, RecordError, KeyError, TypeError, ValueError) as exc:
                 return self._failed(result, state, "the evaluation stopped in phase %s: %s" % (state.get("phase"), exc))
         # this host's own time: the hosts of a batch no longer end together
+        ended = time.time()
         result.update(changed=changed, done=True, hook=None, record=state["record"], verdict=state["verdict"],
                       launch=state["launch"], written=state["written"], steps=state["steps"],
-                      started=state.get("started_at"), ended=time.time())
+                      started=state.get("started_at"), ended=ended)
+        where = args.get("publish")
+        if where:
+            out = publish_result(state["record"], where.get("spool_dir"), host, where.get("started"), ended,
+                                 run_id=where.get("run_id"), who="rollout_evaluate")
+            if out.get("failed"):
+                # the outcome is written on the host; the rescue records the failure and puts the baseline back,
+                # as after a failed publish task
+                return self._failed(result, state, out["msg"])
+            result.update(out)  # the finished record (timings), its spool path, the run's custom stats
         return result
 
     def _say(self, host, state):

@@ -106,8 +106,16 @@ options:
   api_key:
     description: The vLLM API key, for the benchmark and the wait after each switch.
     type: str
+  publish:
+    description:
+      - Once the evaluation is done, the finished record (its timings from C(started) to the end) is written to the
+        run's spool and added to the run's custom stats, as M(jetson.specdec.rollout_publish) does for the other paths.
+      - C(spool_dir) (the run's spool directory on the controller), C(run_id) (the run's id) and C(started) (when this
+        host's evaluation started, UTC epoch seconds, before the operator's hooks).
+      - A record that cannot be written fails the task, naming the fix.
+    type: dict
 notes:
-  - The C(jetson.specdec.rollout) role calls it from C(roles/rollout/tasks/evaluate.yml); a playbook rarely needs it directly.
+  - The C(jetson.specdec.rollout) role calls it from C(roles/rollout/tasks/evaluate_step.yml); a playbook rarely needs it directly.
 """
 
 EXAMPLES = r"""
@@ -148,9 +156,15 @@ evaluation:
   returned: at a hook, and on failure
   type: dict
 record:
-  description: The host's judged record (status kept or reverted, the verdict, the rounds, the attempts, k tuning, the third arm).
+  description:
+    - The host's judged record (status kept or reverted, the verdict, the rounds, the attempts, k tuning, the third arm).
+    - With O(publish), the finished record as spooled (its C(timings) added).
   returned: when done
   type: dict
+path:
+  description: The record's file in the run's spool.
+  returned: when done, with O(publish)
+  type: str
 verdict:
   description: The verdict the final switch applied.
   returned: when done

@@ -4,6 +4,8 @@
 """jetson.specdec.rollout_evaluate's action: the machine run to its end in one call, returning at a hook with its
 state and going on from it, a failure returning what it had, check mode touching nothing, and each switch built
 from vllm_server's switch inputs after the lock is checked."""
+import json
+
 import pytest
 from ansible.plugins.action import ActionBase
 
@@ -138,3 +140,33 @@ def test_a_round_benchmark_draws_its_prompt_set_and_a_probe_the_first_set():
     assert name == "jetson.specdec.vllm_bench" and round_args["prompt_set"] == 2 and round_args["seed"] == 3
     assert round_args["concurrency"] == [1, 8] and "dataset_path" not in round_args  # unset options are not sent
     assert "prompt_set" not in probe_args and probe_args["progress_label"] == "probe"
+
+
+def test_when_done_it_publishes_the_record_with_the_hosts_own_time(said, tmp_path, monkeypatch):
+    """The evaluation's last step is the publish (issue 32: no task after the evaluation): the finished record in the
+    run's spool and the run's custom stats, timed from the start the role passes to the evaluation's own end."""
+    monkeypatch.setattr(rollout_evaluate.time, "time", lambda: 1000.0)
+    spool = str(tmp_path / "run-1" / "hosts")
+    out = FakeEvaluate(task_args(publish={"spool_dir": spool, "run_id": "run-1", "started": 400.0}),
+                       Board(GOOD)).run(task_vars={"inventory_hostname": "thor-01"})
+    assert out["done"] is True and not out.get("failed")
+    with open(out["path"]) as handle:
+        spooled = json.load(handle)
+    assert out["path"] == str(tmp_path / "run-1" / "hosts" / "thor-01.json")
+    assert spooled == out["record"] and spooled["status"] == "kept" and spooled["timings"] == {"seconds": 600.0}
+    assert out["ansible_stats"]["data"]["jetson_specdec"] == {"thor-01": spooled}
+    # without the option nothing is spooled (a caller that publishes itself)
+    out = FakeEvaluate(task_args(), Board(GOOD)).run(task_vars={"inventory_hostname": "agx-01"})
+    assert "path" not in out and "ansible_stats" not in out
+
+
+def test_a_record_it_cannot_publish_fails_with_the_fix_and_hands_the_rescue_its_record(said, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    out = FakeEvaluate(task_args(publish={"spool_dir": str(blocker / "hosts"), "run_id": "r", "started": 1.0}),
+                       Board(GOOD)).run(task_vars={"inventory_hostname": "thor-01"})
+    assert out["failed"] is True and "rollout_report_dir" in out["msg"] and "rollout_evaluate" in out["msg"]
+    assert out["evaluation"]["record"]["status"] == "kept"  # the rescue records the failure on the judged record
+    out = FakeEvaluate(task_args(publish={"spool_dir": str(tmp_path / "x" / ".." / "hosts"), "run_id": "r"}),
+                       Board(GOOD)).run(task_vars={"inventory_hostname": "thor-01"})
+    assert out["failed"] is True and "input.run_id" in out["msg"]

@@ -6,6 +6,7 @@ import pytest
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.jetson.specdec.plugins.action import rollout_publish
+from ansible_collections.jetson.specdec.plugins.plugin_utils import spool as spool_utils
 from ansible_collections.jetson.specdec.plugins.module_utils.record.names import UnsafeName
 
 RECORD = {"host": "thor-01", "status": "kept", "simulated": True}
@@ -13,20 +14,20 @@ RECORD = {"host": "thor-01", "status": "kept", "simulated": True}
 
 def test_the_record_is_finished_and_spooled_atomically(tmp_path):
     spool = str(tmp_path / "run" / "hosts")
-    record, path = rollout_publish.publish(RECORD, spool, "thor-01", started=100.0, now=142.25)
+    record, path = spool_utils.publish(RECORD, spool, "thor-01", started=100.0, now=142.25)
     assert path == os.path.join(spool, "thor-01.json")
     assert record["timings"] == {"seconds": 42.2} and "timings" not in RECORD  # the input is not changed
     with open(path) as handle:
         assert json.load(handle) == record
     assert os.listdir(spool) == ["thor-01.json"]  # no temporary file left beside it
-    record, dummy = rollout_publish.publish(RECORD, spool, "thor-01")
+    record, dummy = spool_utils.publish(RECORD, spool, "thor-01")
     assert record["timings"] == {"seconds": None}  # no start known (a check that failed first)
 
 
 @pytest.mark.parametrize("host", ["../etc", "a/b", "..", "-x", "bad\nname"])
 def test_a_host_name_that_is_no_file_name_is_refused_before_anything_is_written(tmp_path, host):
     with pytest.raises(UnsafeName) as err:
-        rollout_publish.publish(RECORD, str(tmp_path / "hosts"), host)
+        spool_utils.publish(RECORD, str(tmp_path / "hosts"), host)
     assert "inventory host name" in str(err.value)
     assert not (tmp_path / "hosts").exists()
 
@@ -70,7 +71,7 @@ def test_the_action_fails_with_the_rule_and_the_fix(tmp_path, monkeypatch):
 def test_each_host_reads_its_own_time_not_the_publish_time_of_its_batch(tmp_path, monkeypatch):
     # two hosts of one batch publish together (at 500): each record reads its own start..end
     monkeypatch.setattr(ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
-    monkeypatch.setattr(rollout_publish.time, "time", lambda: 500.0)
+    monkeypatch.setattr(spool_utils.time, "time", lambda: 500.0)
     spool = str(tmp_path / "hosts")
     times = {"evaluated": (100.0, 283.3), "refused": (283.4, 290.0), "no-end": (450.0, None)}
     out = {}

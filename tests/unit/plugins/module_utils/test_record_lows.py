@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from ansible_collections.jetson.specdec.plugins.action import rollout_publish
+from ansible_collections.jetson.specdec.plugins.plugin_utils import spool as spool_utils
 from ansible_collections.jetson.specdec.plugins.module_utils.record import report as fr
 from ansible_collections.jetson.specdec.plugins.module_utils.record import state as st
 from ansible_collections.jetson.specdec.plugins.module_utils.record.names import UnsafeName, check_run_id
@@ -57,14 +57,14 @@ def test_the_spool_never_leaves_the_report_directory(tmp_path, spool, run_id):
     reports.mkdir(parents=True)
     before = sorted(str(p) for p in tmp_path.rglob("*"))
     with pytest.raises(UnsafeName, match="input.run_id"):
-        rollout_publish.publish({"host": "h1"}, spool.format(d=str(reports)), "h1", run_id=run_id)
+        spool_utils.publish({"host": "h1"}, spool.format(d=str(reports)), "h1", run_id=run_id)
     assert sorted(str(p) for p in tmp_path.rglob("*")) == before
 
 
 def test_spool_records_are_0640_in_a_0750_directory(tmp_path):
     old = os.umask(0)
     try:
-        dummy, path = rollout_publish.publish({"host": "h1"}, str(tmp_path / "r1" / "hosts"), "h1", run_id="r1")
+        dummy, path = spool_utils.publish({"host": "h1"}, str(tmp_path / "r1" / "hosts"), "h1", run_id="r1")
     finally:
         os.umask(old)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
