@@ -16,10 +16,10 @@ from ansible_collections.jetson.specdec.plugins.module_utils.common.atomic impor
 from ansible_collections.jetson.specdec.plugins.module_utils.record.names import UnsafeName, check_path_component, check_run_id
 from ansible_collections.jetson.specdec.plugins.module_utils.record.record import finish
 
+# A spooled record names the host, its model and its errors: the operator's group reads it, others do not.
 SPOOL_MODE = 0o640
 SPOOL_DIR_MODE = 0o750
 
-# The key the summary callback (jetson.specdec.specdec_summary) reads from the run's custom stats.
 # The key the summary callback (jetson.specdec.specdec_summary) reads from the run's custom stats.
 STATS_KEY = "jetson_specdec"
 
