@@ -4,7 +4,7 @@
 """Action of jetson.specdec.rollout_publish: finish a host's record, spool it, hand it to the summary callback.
 
 One task on the controller where the rollout had three (finish the record, set_stats, copy to the spool),
-twice per host. Nothing runs on the host, so a host that could not be reached still publishes its record.
+twice per host; it also says the check's warnings. Nothing runs on the host, so a host that could not be reached still publishes its record.
 """
 from __future__ import (absolute_import, division, print_function)
 __metaclass__ = type
@@ -22,6 +22,7 @@ ARGS = dict(
     host=dict(type="str"),
     stats=dict(type="bool", default=True),
     run_id=dict(type="str"),
+    notes=dict(type="list", elements="str", default=[]),
 )
 
 
@@ -39,6 +40,11 @@ class ActionModule(ActionBase):
         out = publish_result(plain(args["record"]), args["spool_dir"], host, args["started"], args["ended"],
                              run_id=args["run_id"], stats=args["stats"])
         result.update(out)
+        # what the operator should see before any benchmark starts (the rollout's check: shared machine ids, drift,
+        # why a host is evaluated again), said by this task instead of a debug task of its own
+        notes = [note for note in args["notes"] if note]
+        if notes:
+            result.setdefault("warnings", []).extend(notes)
         if not out.get("failed"):
             result["changed"] = False
         return result

@@ -8,7 +8,8 @@ The keeper (plugin_utils/lock_keeper.py) stamps the lock alive from this control
 rollout, and a lock left by a controller that died is taken over by another within minutes (issue 30).
 With ``take_over_gone`` (the rollout's lock), a lock this controller's own interrupted run left (its
 ansible-playbook process has ended: Ctrl-C or ``timeout -s INT`` skip the play's ``always``) is taken over at
-once, in the same task, instead of after its liveness; a refusal says how to go on.
+once, in the same task, instead of after its liveness; a refusal says how to go on. A lock taken on a host that
+run left mid-change (status pending) warns that its last good config comes back first.
 Every other use of the module passes through unchanged.
 """
 from __future__ import (absolute_import, division, print_function)
@@ -71,6 +72,22 @@ def take_over_args(args, failed):
     return again
 
 
+def interrupted_note(host, result):
+    """What a lock taken on a host an interrupted run left mid-change (status pending) means for this run, or None:
+    the host gets its last good config back first (roles/rollout). A warning: the operator did not ask for it."""
+    stored = result.get("rollout_state") or {}
+    # needs_rollout: the rollout's lock (taken with its config); revert's and the watch's say what they do themselves
+    if result.get("failed") or "needs_rollout" not in result or not isinstance(stored, dict) \
+            or stored.get("status") != "pending":
+        return None
+    broken = result.get("broken") or {}
+    return ("%s: run %s was interrupted here (status pending%s): restoring the last good config (%s) before %s."
+            % (host, (stored.get("info") or {}).get("run_id") or "?",
+               ", its lock taken over: %s" % broken.get("owner") if broken else "",
+               (stored.get("last_good") or {}).get("kind") or "baseline",
+               "the host is evaluated again" if result.get("needs_rollout") else "anything else"))
+
+
 def connection_name(connection):
     """The connection plugin's short name (community.docker.docker -> docker)."""
     name = getattr(connection, "transport", None) or getattr(connection, "_load_name", "") or ""
@@ -96,6 +113,10 @@ class ActionModule(ActionBase):
             if result.get("failed"):
                 result["msg"] = "%s %s" % (result.get("msg") or "The rollout lock could not be taken.",
                                            HELD_HINT if result.get("lock_held", True) else BROKEN_HINT)
+        if args.get("state") == "lock":
+            note = interrupted_note(task_vars.get("inventory_hostname"), result)
+            if note:
+                result.setdefault("warnings", []).append(note)
         if settings is None or result.get("failed") or self._task.check_mode \
                 or args.get("state") != "lock":
             return result

@@ -55,6 +55,12 @@ options:
       replaces (the rollout's queued hosts).
     type: bool
     default: true
+  notes:
+    description: Notes shown as warnings of this task (empty ones are left out), for example what the rollout's
+      check found (boards that share a machine id, drift, why a host is evaluated again).
+    type: list
+    elements: str
+    default: []
 attributes:
   check_mode:
     support: full

@@ -57,10 +57,14 @@ def test_the_rollout_releases_clocks_before_its_lock_in_always():
 def test_a_converged_host_with_a_hold_record_is_released_under_the_lock():
     check = load("roles", "rollout", "tasks", "check.yml")[0]["block"]
     include = [t for t in check if "clock_hold" in str(t.get("when"))
-               and (t.get("ansible.builtin.include_tasks") or "") == "release_clocks.yml"]
+               and "release_clocks.yml" in str((t.get("ansible.builtin.include_tasks") or {}).get("file"))]
     assert len(include) == 1, "check.yml lost the release of a hold left on a converged host"
-    when = " and ".join(include[0]["when"])
-    assert "not rollout_stored.needs_rollout" in when and "not ansible_check_mode" in when
+    # a real run releases (release_clocks.yml) only on a converged host; check mode only previews (clock_preview.yml)
+    assert include[0]["ansible.builtin.include_tasks"]["file"] == (
+        "{{ 'clock_preview.yml' if ansible_check_mode else 'release_clocks.yml' }}")
+    real = include[0]["when"].split("or (not ansible_check_mode")[1]
+    assert "not rollout_stored.needs_rollout" in real and "clock_hold" in real
+    assert "jetson.specdec.jetson_clock_hold" in load("roles", "rollout", "tasks", "clock_preview.yml")[0]
     block = load("roles", "rollout", "tasks", "release_clocks.yml")[0]
     kinds = [(m, a.get("state")) for m, a, w in actions(block["block"]) + actions(block["always"])]
     assert kinds == [(LOCK, "lock"), (RELEASE, "released"), (LOCK, "unlock")], kinds

@@ -81,3 +81,15 @@ def test_each_host_reads_its_own_time_not_the_publish_time_of_its_batch(tmp_path
             args["ended"] = ended
         out[host] = _action(args).run(task_vars={"inventory_hostname": host})["record"]["timings"]["seconds"]
     assert out == {"evaluated": 183.3, "refused": 6.6, "no-end": 50.0}  # no end known: until the publish
+
+
+def test_the_checks_notes_are_said_as_warnings_and_empty_ones_left_out(tmp_path, monkeypatch):
+    monkeypatch.setattr(ActionBase, "run", lambda self, tmp=None, task_vars=None: {})
+    notes = ["nx-01 shares its machine id (sha256 ab12...) with nx-02", "", "nx-01: evaluated again: its config changed"]
+    result = _action({"record": RECORD, "spool_dir": str(tmp_path), "notes": notes}).run(
+        task_vars={"inventory_hostname": "nx-01"})
+    assert result["warnings"] == [notes[0], notes[2]] and not result.get("failed")
+    # nothing to say: no warnings key at all (the callback would print an empty one)
+    result = _action({"record": RECORD, "spool_dir": str(tmp_path), "notes": ["", ""]}).run(
+        task_vars={"inventory_hostname": "nx-01"})
+    assert "warnings" not in result
