@@ -219,7 +219,7 @@ def _level(rng, conc, n, e2e_ms, tpot_ms, cv, drift, noise=None, prompts=None):
             "errors": {"timeout": failed} if failed else {}, "requests": requests}
 
 
-def bench_round(rng, truth, arm, n, cv, drift_sd, noise=None, index=0, prompt_set=0):
+def bench_round(rng, truth, arm, n, cv, drift_sd, noise=None, index=0, prompt_set=0, levels=(1, 8)):
     gain, tpot, c8 = truth if arm == "candidate" else (0.0, 0.0, 0.0)
     noise = dict(noise or {})
     if arm != "candidate":
@@ -228,11 +228,13 @@ def bench_round(rng, truth, arm, n, cv, drift_sd, noise=None, index=0, prompt_se
     drift = math.exp(rng.gauss(0.0, drift_sd)) * (1.0 + noise.get("worsen", 0.0)) ** index
     workload = noise.get("workload")
     sets = prompt_sets(workload, prompt_set, n, arm) if workload else (None, None)
-    return {"runs": [_level(rng, 1, n, BASE_E2E1_MS / (1 + gain), BASE_TPOT_MS * (1 + tpot), cv, drift, noise,
-                            sets[0]),
-                     _level(rng, 8, n, BASE_E2E8_MS / (1 + c8), BASE_TPOT_MS * (1 + tpot) * 1.5, cv, drift, noise,
-                            sets[1])],
-            "spec_decode": None}
+    runs = []
+    if 1 in levels:  # the levels the verdict asked for (next_round.levels): a settled level is not measured again
+        runs.append(_level(rng, 1, n, BASE_E2E1_MS / (1 + gain), BASE_TPOT_MS * (1 + tpot), cv, drift, noise, sets[0]))
+    if 8 in levels:
+        runs.append(_level(rng, 8, n, BASE_E2E8_MS / (1 + c8), BASE_TPOT_MS * (1 + tpot) * 1.5, cv, drift, noise,
+                           sets[1]))
+    return {"runs": runs, "spec_decode": None}
 
 
 # --------------------------------------------------------------------------- prompt effects
@@ -330,8 +332,10 @@ def run_new(rng, truth, cv, drift_sd, params, noise=None):
         nxt = out["next_round"]
         # the rollout's prompt sets (record/evaluation.prompt_set): the i-th round of each arm draws set i
         prompt_set = 0 if (noise or {}).get("fixed_prompts") else sum(1 for r in rounds if r["arm"] == nxt["arm"])
-        rounds.append({"arm": nxt["arm"], "result": bench_round(rng, truth, nxt["arm"], nxt["num_prompts"],
-                                                                cv, drift_sd, noise, len(rounds), prompt_set)})
+        levels = nxt.get("levels") or [1, 8]
+        rounds.append({"arm": nxt["arm"], "levels": levels,
+                       "result": bench_round(rng, truth, nxt["arm"], nxt["num_prompts"], cv, drift_sd, noise,
+                                             len(rounds), prompt_set, levels)})
 
 
 def run_today(rng, truth, cv, drift_sd):
@@ -519,7 +523,7 @@ def main(argv=None):
     params = {}
     for item in args.param:
         key, _sep, value = item.partition("=")
-        params[key] = value if key == "marginal_action" else float(value)
+        params[key] = value if key in ("marginal_action", "skip_settled_levels") else float(value)
     failed = []
     table = []
     t0 = time.time()

@@ -97,6 +97,14 @@ def round_arm(state):
     return ((state.get("verdict") or {}).get("next_round") or {}).get("arm") or "candidate"
 
 
+def round_levels(state, ctx):
+    """The levels the verdict asks the next round at (``next_round.levels``: a settled level is not measured
+    again while another is open), every measured level when it names none."""
+    asked = ((state.get("verdict") or {}).get("next_round") or {}).get("levels")
+    levels = ctx["settings"]["levels"]
+    return [c for c in levels if c in asked] if asked and any(c in asked for c in levels) else list(levels)
+
+
 def in_schedule(state):
     """The third arm's schedule is being judged (its rounds are the candidate's)."""
     return bool((state.get("third_arm") or {}).get("try")) and state.get("schedule") is not None
@@ -236,7 +244,8 @@ def _next(state, ctx):
         arm = round_arm(state)
         if state["speculating"] is not (arm == "candidate"):  # None (a start failed): switch
             return _switch(state, ctx, arm)
-        return _bench(state, ctx, "schedule" if arm == "candidate" and in_schedule(state) else arm)
+        return _bench(state, ctx, "schedule" if arm == "candidate" and in_schedule(state) else arm,
+                      levels=round_levels(state, ctx))
     if phase == "third_arm":
         return _advance(state, ctx, "third_arm")
     if phase == "probe":
@@ -427,6 +436,8 @@ def _took_bench(state, ctx, step, result):
             return _threshold_chosen(state, ctx)
         return state
     entry = {"phase": phase, "result": kept, "serving": serving}
+    if step["levels"] != list(ctx["settings"]["levels"]):
+        entry["levels"] = list(step["levels"])  # asked at the open levels only: the verdict reads which
     if result.get("started_at") is not None:
         entry["at"] = result["started_at"]  # the action's clock when the benchmark started (the record's evidence line)
     state["rounds"].append(entry)

@@ -309,9 +309,12 @@ def bench(record, rounds):
 
 
 def last_round(rounds, phase):
-    """The latest benchmark of ``phase`` (baseline or candidate), or None."""
-    results = [r.get("result") for r in rounds or [] if r.get("phase") == phase]
-    return results[-1] if results else None
+    """The latest benchmark of ``phase`` (baseline or candidate) that measured every level, or None. A round the
+    verdict asked at its open levels only (``levels``: the others were settled) is taken only when no round of the
+    phase measured them all: the record's arms show every level."""
+    mine = [r for r in rounds or [] if r.get("phase") == phase]
+    full = [r for r in mine if not r.get("levels")]
+    return (full or mine)[-1].get("result") if mine else None
 
 
 def phase_results(rounds, phase):
@@ -410,6 +413,8 @@ def decide_rounds(rounds):
     for r in rounds or []:
         result = r.get("result") or {}
         item = {"arm": r.get("phase"), "result": result}
+        if r.get("levels"):
+            item["levels"] = list(r["levels"])  # the verdict asked for these levels only (the others were settled)
         switched = previous is not None and r.get("phase") != previous
         gap = _seconds((r.get("serving") or {}).get("serving_gap_s")) if switched else 0.0
         bench = _seconds(result.get("wall_s"))
@@ -440,8 +445,9 @@ def schedule_rounds(rounds, params):
                           ("max_wall_s", seconds, 7 * 86400.0)):
         if out.get(key) is not None:
             out[key] = min(cap, type(out[key])(out[key] + add)) if isinstance(out[key], (int, float)) else out[key]
-    return ([{"phase": "candidate" if r.get("phase") == "schedule" else "baseline", "result": r.get("result"),
-              "serving": r.get("serving")} for r in kept], out)
+    return ([dict({"phase": "candidate" if r.get("phase") == "schedule" else "baseline", "result": r.get("result"),
+                   "serving": r.get("serving")}, **({"levels": r["levels"]} if r.get("levels") else {}))
+             for r in kept], out)
 
 
 def run_verdict(record, rounds, rungs, broke, params, ttft=None):

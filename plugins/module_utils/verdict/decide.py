@@ -113,14 +113,28 @@ def _rounds_evidence(rounds, p):
                 "acceptance": ev.acceptance_rate(rnd["result"]), "requests": 0,
                 "tokens_per_step": ev.tokens_per_step(rnd["result"]),
                 "conditions": [s for s in samples if isinstance(s, dict)] if isinstance(samples, list) else []}
+        item["asked"] = _asked_levels(rnd.get("levels"), levels, i)
         for c in levels:
-            run = ev.find_run(rnd["result"], c)
+            run = ev.find_run(rnd["result"], c) if c in item["asked"] else None
             where = "round %d (%s) concurrency %d" % (i + 1, rnd["arm"], c)
             item["levels"][c] = None if run is None else ev.level_evidence(run, where, p["request_cv_prior"])
             if run is not None:
                 item["requests"] += item["levels"][c]["completed"] + item["levels"][c]["failed"]
         out.append(item)
     return out, levels
+
+
+def _asked_levels(asked, levels, i):
+    """The judged levels round ``i`` was asked to measure (its ``levels``, from ``next_round.levels``; every level
+    when not given). A level the round was not asked for is not evidence there, nor missing. ValueError when
+    ``levels`` is not a non-empty list of concurrency levels."""
+    if asked is None:
+        return list(levels)
+    if not isinstance(asked, (list, tuple)) or not asked \
+            or any(isinstance(c, bool) or not isinstance(c, int) or c < 1 for c in asked):
+        raise ValueError("spec_decide: round %d levels must be a non-empty list of concurrency levels (the verdict's "
+                         "next_round.levels), got %r" % (i + 1, asked))
+    return [c for c in levels if c in asked]
 
 
 def _set_aside(rounds, p):
@@ -157,7 +171,7 @@ def _aside_sentences(aside):
 def _unusable(rounds, levels):
     """(arm, sentence) for the first round lacking a level or a number, else None."""
     for i, rnd in enumerate(rounds):
-        for c in levels:
+        for c in rnd["asked"]:
             lvl = rnd["levels"][c]
             if lvl is None:
                 return rnd["arm"], "Round %d (%s) has no run at concurrency %d." % (i + 1, rnd["arm"], c)
@@ -205,8 +219,8 @@ def failure_charges(rounds, level):
     out = {}
     for arm in ARMS:
         mine = [r for r in rounds if r["arm"] == arm]
-        at = [r["levels"][level] for r in mine]
-        penalty, var, info = ev.failure_charge([lvl for r in mine for lvl in r["levels"].values()], at)
+        at = [r["levels"][level] for r in mine if r["levels"][level] is not None]
+        penalty, var, info = ev.failure_charge([lvl for r in mine for lvl in r["levels"].values() if lvl], at)
         share = float(sum(1 for lvl in at if lvl and lvl["per_request"])) / len(at) if at else 0.0
         out[arm] = (penalty * share, var * share * share, info)
     return out
@@ -220,7 +234,7 @@ def _effect(rounds, level, key, p):
     to the standard error.  The drift is measured on the rates alone: a hang in one round is no longer
     scatter between rounds."""
     values = dict((arm, [(r["levels"][level][key], r["levels"][level][key + "_var"])
-                         for r in rounds if r["arm"] == arm]) for arm in ARMS)
+                         for r in rounds if r["arm"] == arm and r["levels"][level] is not None]) for arm in ARMS)
     within = [v for arm in ARMS for _y, v in values[arm]]
     mean_within = math.fsum(within) / len(within)
     ss, df = 0.0, 0
@@ -377,7 +391,7 @@ def restart_estimate(rounds, p):
 
 
 def _budget_left(rounds, usage, p, levels):
-    """None when one more round fits the budget, else the sentence saying what ran out."""
+    """None when one more round (at ``levels``) fits the budget, else the sentence saying what ran out."""
     arm = next_arm(rounds, usage["last_arm"])
     more_requests = next_prompts(rounds, p) * len(levels)
     # a request's share of the time spent measuring (the switches are planned apart)
@@ -400,7 +414,7 @@ def _budget_left(rounds, usage, p, levels):
 # --------------------------------------------------------------------------- main entry
 
 def _result(decision, action, p, reasons, usage, estimates=None, rounds=None, flagged=None, open_names=(),
-            rule=None):
+            rule=None, next_levels=None):
     out = {
         "decision": decision,
         "action": action,
@@ -430,7 +444,8 @@ def _result(decision, action, p, reasons, usage, estimates=None, rounds=None, fl
         for part in ("point", "low", "high", "round_drift"):
             est[part] = round(est[part], 6)
     if action == "measure_more":
-        out["next_round"] = {"arm": next_arm(rounds, usage["last_arm"]), "num_prompts": next_prompts(rounds, p)}
+        out["next_round"] = {"arm": next_arm(rounds, usage["last_arm"]), "num_prompts": next_prompts(rounds, p),
+                             "levels": list(next_levels or [p["low_concurrency"]] + high_levels(p))}
     if rounds:
         rates = [r["acceptance"] for r in rounds if r["arm"] == "candidate" and r["acceptance"] is not None]
         if rates:
@@ -444,17 +459,49 @@ def _result(decision, action, p, reasons, usage, estimates=None, rounds=None, fl
     return out
 
 
-def _continue_or_stop(rounds, usage, p, levels, reasons, estimates=None, open_names=(), unsettled=None):
-    """Ask for another round, or stop as inconclusive when the budget is spent (``unsettled``: the
-    thresholds the interval still straddles, named in the conclusion: the report leads with it)."""
-    spent = _budget_left(rounds, usage, p, levels)
+def _continue_or_stop(rounds, usage, p, levels, reasons, estimates=None, open_names=(), unsettled=None,
+                      next_levels=None):
+    """Ask for another round (at ``next_levels``, default every level), or stop as inconclusive when the budget is
+    spent (``unsettled``: the thresholds the interval still straddles, named in the conclusion: the report leads
+    with it)."""
+    next_levels = next_levels or levels
+    spent = _budget_left(rounds, usage, p, next_levels)
     if spent is None:
-        return _result("continue", "measure_more", p, reasons, usage, estimates, rounds, False, open_names)
+        return _result("continue", "measure_more", p, reasons, usage, estimates, rounds, False, open_names,
+                       next_levels=next_levels)
     reasons.append("Inconclusive: %s%s. Reverting as the conservative default (speculation stays off unless it "
                    "is shown to help); flagged for a human look."
                    % (spent, ", and the interval still straddles " + unsettled if unsettled else ""))
     return _result("inconclusive", "revert", p, reasons, usage, estimates, rounds, True, open_names,
                    rule="verdict.inconclusive")
+
+
+# A level stops being measured only when its comparisons are settled with intervals this many times wider than the
+# ones that decide. A comparison settled by one lucky look near its threshold is then measured on (and may open
+# again) instead of being frozen while another level is still open: with the deciding intervals, slower candidates
+# kept rose from 2 to 7 in 2,500 "typical" cases of tests/bench/decision_quality.py (c=8 just past the tolerance,
+# kept once a lucky c=8 look met a frozen c=1), docs/verdict.md.
+SKIP_Z_FACTOR = 1.5
+
+
+def _open_levels(data, p, levels):
+    """The levels the next round measures: every level, or (skip_settled_levels) those whose comparisons are not
+    settled at SKIP_Z_FACTOR times the deciding intervals' width. A level counts as settled only once it was measured
+    in min_rounds rounds (before that its interval rests on the drift prior)."""
+    if not p["skip_settled_levels"]:
+        return list(levels)
+    seen = dict((c, sum(1 for r in data if r["levels"][c] is not None)) for c in levels)
+    wide = dict(p, z=p["z"] * SKIP_Z_FACTOR,
+                regression_z=(p["regression_z"] if p["regression_z"] is not None else p["z"]) * SKIP_Z_FACTOR)
+    est = _estimates(data, levels, wide)
+    tri = _tri_states(est, wide, levels)
+    judged_open = any(tri[k] is None for k in ("gain_keep", "drop_keep", "gain_revert_ok"))
+    still = [levels[0]] if judged_open or seen[levels[0]] < p["min_rounds"] else []
+    tolerance = -p["c8_regression_tolerance"]
+    for level, change in regression_estimates(est, levels):
+        if _side(change, tolerance) is None or seen[level] < p["min_rounds"]:
+            still.append(level)
+    return still or list(levels)
 
 
 def _count_of(number, noun):
@@ -665,6 +712,13 @@ def _decide(data, aside, usage, fails, levels, p):
         missing = "baseline" if not counts["baseline"] else "candidate"
         return _continue_or_stop(data, usage, p, levels, ["No %s round yet." % missing])
 
+    # Every level needs a round of each arm (the first rounds measure every level; a round set aside or a third
+    # arm judged on the baseline's rounds may leave a level without one): measure every level again.
+    missing = [(arm, c) for c in levels for arm in ARMS
+               if not any(r["arm"] == arm and r["levels"][c] is not None for r in data)]
+    if missing:
+        return _continue_or_stop(data, usage, p, levels, ["No %s round at concurrency %d yet." % missing[0]])
+
     est = _estimates(data, levels, p)
     reasons = _describe(est, p)
     charged = _failure_sentence(data, levels)
@@ -680,8 +734,12 @@ def _decide(data, aside, usage, fails, levels, p):
                       _count_of(usage["restarts"], "restart"), 100 * est["c1_throughput_gain"]["round_drift"], p["z"]))
     if len(actions) > 1:
         reasons.append("Not settled yet: the interval still straddles %s." % _open_sentence(open_names, p, est))
+        still = _open_levels(data, p, levels)
+        if still != levels:
+            reasons.append("Settled at concurrency %s: the next rounds measure concurrency %s only."
+                           % (", ".join(str(c) for c in levels if c not in still), ", ".join(str(c) for c in still)))
         return _continue_or_stop(data, usage, p, levels, reasons, est, open_names,
-                                 unsettled=_open_sentence(open_names, p, est))
+                                 unsettled=_open_sentence(open_names, p, est), next_levels=still)
     if len(data) < p["min_rounds"] and not p["final"]:
         # Every interval rests on the drift between rounds; until one arm has been measured twice
         # that is only the prior, and a board that wanders 15 % between rounds would be judged on 3 %.

@@ -63,6 +63,10 @@ DEFAULTS = {
     # level is higher than the baseline's by more than this fraction is reverted (verdict/energy.py).
     "energy_regression_tolerance": None,
     "final": False,
+    # A level whose comparisons are settled (each measured in at least min_rounds rounds) is not measured again
+    # while another level is still open: a good c=1 candidate whose c=8 is about unchanged spends its further
+    # rounds at c=8 only (docs/verdict.md, "Settled levels").
+    "skip_settled_levels": True,
     "acceptance_advisory": ACCEPTANCE_FOR_HIGHER_K,
     # Board conditions (a vllm_bench result's "conditions", jetson/conditions.py): a round whose held
     # GPU or memory clock sat more than this fraction below the reference round's, that saw a
@@ -75,6 +79,11 @@ DEFAULTS = {
     # decodes well beyond it is not believed (_implausible_keep). None: not checked.
     "roofline": None,
 }
+
+# Parameters added after hosts were converged: at their default the rollout leaves them out of the settings it
+# hashes (verdict/settings.py), so a converged host's config hash stays what it was and an upgrade does not judge
+# every host again; set otherwise they are part of it.
+HASH_NEUTRAL_DEFAULTS = ("skip_settled_levels",)
 
 # name -> (low, high, low inclusive): the ranges that make sense.
 FRACTIONS = {
@@ -176,6 +185,7 @@ def validate(params):
     for name in INTEGERS:
         p[name] = _int(name, p[name])
     p["final"] = to_bool(p["final"], "final")
+    p["skip_settled_levels"] = to_bool(p["skip_settled_levels"], "skip_settled_levels")
     # Optional numbers: null means "not used" (z instead, off, no limit); otherwise a number in a range.
     _optional_number(p, "regression_z", 0.5, 6.0, "null (use z) or a number from 0.5 to 6")
     _optional_number(p, "energy_regression_tolerance", 0.0, 10.0, "null (off) or a fraction from 0 to 10 (0.05 = 5 %)")

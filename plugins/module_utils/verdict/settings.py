@@ -15,7 +15,7 @@ import math
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.equivalence import check_settings as check_equivalence
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.prompts import output_len_bounds
 from ansible_collections.jetson.specdec.plugins.module_utils.common.policy import HIGH_CONCURRENCY, SKILL_LOW_CONCURRENCY
-from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import validate
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.params import DEFAULTS, HASH_NEUTRAL_DEFAULTS, validate
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.ttft import validate as validate_ttft
 
 
@@ -40,7 +40,7 @@ VERDICT_VARIABLES = {
     "max_failed_ratio": "rollout_bench_max_failed_ratio", "min_rounds": "rollout_verdict_min_rounds",
     "max_rounds": "rollout_verdict_max_rounds", "max_wall_s": "rollout_verdict_max_wall_s",
     "restart_s": "rollout_verdict_restart_s", "condition_freq_drop": "rollout_verdict_clock_drop",
-    "condition_max_temp_c": "rollout_verdict_max_temp_c",
+    "condition_max_temp_c": "rollout_verdict_max_temp_c", "skip_settled_levels": "rollout_verdict_skip_settled_levels",
 }
 
 
@@ -101,6 +101,9 @@ def rollout_settings(bench, verdict, ttft=None):
         text = " %s " % exc
         named = sorted((text.find(" %s " % key), var) for key, var in VERDICT_VARIABLES.items() if " %s " % key in text)
         raise SettingsError("%s (set by %s)" % (exc, named[0][1] if named else "the matching rollout_* variable"))
+    # what the config hash reads: a newer parameter at its default is left out (spec_decide fills it in again)
+    params = dict((key, value) for key, value in params.items()
+                  if not (key in HASH_NEUTRAL_DEFAULTS and value == DEFAULTS[key]))
     try:
         guard = validate_ttft(ttft or {})
         # the equivalence check's settings (bench/equivalence.py): their rule ids name the variables

@@ -10,7 +10,7 @@ from ansible_collections.jetson.specdec.plugins.filter.decide import FilterModul
 def test_filter_is_registered_and_takes_a_params_dict_and_keywords():
     spec_decide = FilterModule().filters()["spec_decide"]
     out = spec_decide([], {"round_prompts": 40})
-    assert out["next_round"] == {"arm": "baseline", "num_prompts": 40}
+    assert out["next_round"] == {"arm": "baseline", "num_prompts": 40, "levels": [1, 8]}
     assert spec_decide([], {"round_prompts": 40}, round_prompts=20)["next_round"]["num_prompts"] == 20
 
 

@@ -458,3 +458,38 @@ def test_a_candidate_that_breaks_in_the_threshold_probe_ends_the_third_arm_and_i
     assert state["third_arm"]["try"] is False and state["third_arm"]["reason"].startswith("schedule.probe_failed: ")
     assert state["notes"][-2].startswith("the candidate broke during the threshold probe, no third arm: EngineDead")
     assert state["record"]["status"] == "reverted"
+
+
+def test_a_round_the_verdict_asks_at_its_open_level_only_measures_that_level_and_the_record_shows_a_full_one():
+    # c=1 clearly better, c=8 a little slower (-3.5 %), near the 5 % tolerance: c=1 settles first
+    board = Board(truth={"eagle3 at utilization 0.70": {1: (32.0, 30.0), 8: (386.0, 60.0)}})
+    state, steps = run(context(), board)
+    rounds = [s for s in steps if s["do"] == "bench" and s["phase"] in ("baseline", "candidate")]
+    assert [s["levels"] for s in rounds[:3]] == [[1, 8]] * 3
+    narrowed = [i for i, s in enumerate(rounds) if s["levels"] == [8]]
+    assert narrowed, [s["levels"] for s in rounds]
+    # the state's rounds say which were asked at fewer levels; the verdict reads it (no "has no run")
+    entries = [r for r in state["rounds"] if r["phase"] in ("baseline", "candidate")]
+    assert [r.get("levels") for r in entries[narrowed[0]:]] == [[8]] * (len(entries) - narrowed[0])
+    assert all("levels" not in r for r in entries[:narrowed[0]])
+    assert state["verdict"]["decision"] in ("keep", "revert") and "has no run" not in " ".join(state["verdict"]["reasons"])
+    # the record's arms are the latest rounds that measured every level
+    assert [run_["concurrency"] for run_ in rec.last_round(state["rounds"], "candidate")["runs"]] == [1, 8]
+    assert [run_["concurrency"] for run_ in rec.last_round(state["rounds"], "baseline")["runs"]] == [1, 8]
+
+
+def test_round_levels_follow_next_round_within_the_measured_levels():
+    ctx = context()
+    assert ev.round_levels({"verdict": {"next_round": {"arm": "baseline", "levels": [8]}}}, ctx) == [8]
+    assert ev.round_levels({"verdict": {"next_round": {"arm": "baseline"}}}, ctx) == [1, 8]
+    # a level the host does not measure is never asked for; nothing left means every level
+    assert ev.round_levels({"verdict": {"next_round": {"arm": "baseline", "levels": [16]}}}, ctx) == [1, 8]
+
+
+def test_the_third_arms_evidence_keeps_which_levels_each_round_was_asked():
+    rounds = [{"phase": "baseline", "result": {"runs": []}}, {"phase": "candidate", "result": {"runs": []}},
+              {"phase": "baseline", "levels": [8], "result": {"runs": []}},
+              {"phase": "schedule", "levels": [8], "result": {"runs": []}}]
+    kept, dummy = rec.schedule_rounds(rounds, {})
+    assert [(r["phase"], r.get("levels")) for r in kept] == [("baseline", None), ("baseline", [8]), ("candidate", [8])]
+    assert [r.get("levels") for r in rec.decide_rounds(kept)] == [None, [8], [8]]

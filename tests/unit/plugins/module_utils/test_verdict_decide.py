@@ -61,7 +61,7 @@ def drive(truth, seed=1, cv=0.10, conditions_of=None, decorate=None, **params):
 def test_empty_rounds_ask_for_the_baseline_first():
     out = spec_decide([])
     assert (out["decision"], out["action"]) == ("continue", "measure_more")
-    assert out["next_round"] == {"arm": "baseline", "num_prompts": 30}
+    assert out["next_round"] == {"arm": "baseline", "num_prompts": 30, "levels": [1, 8]}  # every level at first
 
 
 def test_schedule_interleaves_baseline_candidate_candidate_baseline():

@@ -103,3 +103,14 @@ def test_the_operators_concurrency_is_measured_and_judged_with_the_c1_rule():
 def test_impossible_rollout_settings_are_refused_naming_the_setting(bench, verdict, match):
     with pytest.raises(SettingsError, match=match):
         rollout_settings(bench, dict(THRESHOLDS, **verdict))
+
+
+def test_skipping_settled_levels_at_its_default_leaves_the_hashed_settings_as_they_were():
+    bench = {"concurrency": [1, 8], "output_len": 128, "output_range_ratio": 0}
+    default = rollout_settings(bench, dict(THRESHOLDS, skip_settled_levels=True))
+    assert "skip_settled_levels" not in default["verdict"]  # the config hash of converged hosts is unchanged
+    assert default == rollout_settings(bench, THRESHOLDS)
+    off = rollout_settings(bench, dict(THRESHOLDS, skip_settled_levels=False))
+    assert off["verdict"]["skip_settled_levels"] is False  # a choice of the operator's is hashed (judged again)
+    with pytest.raises(SettingsError, match="rollout_verdict_skip_settled_levels"):
+        rollout_settings(bench, dict(THRESHOLDS, skip_settled_levels="sometimes"))
