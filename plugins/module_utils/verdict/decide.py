@@ -5,7 +5,8 @@
 
 Input: the rounds in the order they ran, each ``{"arm": "baseline" | "candidate",
 "result": <vllm_bench result>}`` (optionally ``"wall_s"``: the round's measured
-wall time including any restart before it).  Output: a decision, an action and,
+wall time including any restart before it, and ``"levels"``: the concurrency
+levels it was asked to measure, ``next_round.levels``).  Output: a decision, an action and,
 while the evidence does not settle the action, the next round to run.
 
 Statistics (docs/verdict.md explains them for an operator):
@@ -30,6 +31,10 @@ Statistics (docs/verdict.md explains them for an operator):
   mode, jetson_clocks switched (jetson/conditions.py on the samples vllm_bench
   took before and during it) is set aside: it costs budget but is not evidence,
   and its arm is measured again.
+* Once every level was measured in ``min_rounds`` rounds, ``next_round.levels``
+  names only the levels whose comparisons are still open (settled at 1.5 times
+  the deciding width, SKIP_Z_FACTOR; ``skip_settled_levels``).  A round that
+  carries ``levels`` is evidence at those levels only.
 * The skill's rule is applied to the intervals: a comparison whose interval
   lies wholly on one side of its threshold is settled, otherwise open.  When
   every way of resolving the open comparisons leads to the same action the
