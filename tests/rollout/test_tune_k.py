@@ -111,8 +111,11 @@ def test_a_board_listed_under_another_familys_group_is_stopped_before_any_change
 def test_an_expected_concurrency_of_4_is_measured_and_judged_at_4(fleet):
     state = fleet.state("tk-conc4")
     assert state["status"] in ("kept", "reverted"), state
-    for rnd in state["benchmarks"]["rounds"]:
-        assert [level["concurrency"] for level in rnd["levels"]] == [1, 4, 8], rnd
+    measured = [[level["concurrency"] for level in rnd["levels"]] for rnd in state["benchmarks"]["rounds"]]
+    # every level in the first rounds (min_rounds 3); later a settled judged level (4 or 8) may be left out, while c=1,
+    # measured but not judged, is measured in every round
+    assert measured[:3] == [[1, 4, 8]] * 3, measured
+    assert all(levels[0] == 1 and set(levels) <= {1, 4, 8} and len(levels) >= 2 for levels in measured), measured
     reasons = " ".join(state["verdict"]["reasons"])
     assert "Throughput at concurrency 4 changed" in reasons and "Throughput at concurrency 8 changed" in reasons, reasons
     assert "Throughput at concurrency 1 changed" not in reasons, reasons

@@ -98,11 +98,17 @@ def round_arm(state):
 
 
 def round_levels(state, ctx):
-    """The levels the verdict asks the next round at (``next_round.levels``: a settled level is not measured
-    again while another is open), every measured level when it names none."""
-    asked = ((state.get("verdict") or {}).get("next_round") or {}).get("levels")
-    levels = ctx["settings"]["levels"]
-    return [c for c in levels if c in asked] if asked and any(c in asked for c in levels) else list(levels)
+    """The levels the next round measures: every measured level but those the verdict judges and did not ask for
+    (``next_round.levels``: a settled level is not measured again while another is open). A level measured but not
+    judged (c=1 when the operator's expected concurrency is judged) is measured in every round, as before."""
+    verdict = state.get("verdict") or {}
+    asked = (verdict.get("next_round") or {}).get("levels")
+    levels = list(ctx["settings"]["levels"])
+    metrics = verdict.get("metrics") or {}
+    judged = [metrics.get("low_concurrency")] + list(metrics.get("regression_levels") or [])
+    if not asked or not any(c in asked for c in levels):
+        return levels
+    return [c for c in levels if c in asked or c not in judged]
 
 
 def in_schedule(state):

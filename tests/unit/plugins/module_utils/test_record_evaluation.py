@@ -480,10 +480,23 @@ def test_a_round_the_verdict_asks_at_its_open_level_only_measures_that_level_and
 
 def test_round_levels_follow_next_round_within_the_measured_levels():
     ctx = context()
-    assert ev.round_levels({"verdict": {"next_round": {"arm": "baseline", "levels": [8]}}}, ctx) == [8]
-    assert ev.round_levels({"verdict": {"next_round": {"arm": "baseline"}}}, ctx) == [1, 8]
+    judged = {"low_concurrency": 1, "regression_levels": [8]}
+    assert ev.round_levels({"verdict": {"next_round": {"arm": "baseline", "levels": [8]}, "metrics": judged}},
+                           ctx) == [8]
+    assert ev.round_levels({"verdict": {"next_round": {"arm": "baseline"}, "metrics": judged}}, ctx) == [1, 8]
     # a level the host does not measure is never asked for; nothing left means every level
-    assert ev.round_levels({"verdict": {"next_round": {"arm": "baseline", "levels": [16]}}}, ctx) == [1, 8]
+    assert ev.round_levels({"verdict": {"next_round": {"arm": "baseline", "levels": [16]}, "metrics": judged}},
+                           ctx) == [1, 8]
+
+
+def test_a_level_measured_but_not_judged_is_measured_in_every_round():
+    # expected concurrency 4: measured 1, 4, 8; judged 4, checked 8; c=1 is measured for the record in every round
+    ctx = context(settings=settings(levels=(1, 4, 8)))
+    judged = {"low_concurrency": 4, "regression_levels": [8]}
+    assert ev.round_levels({"verdict": {"next_round": {"arm": "candidate", "levels": [8]}, "metrics": judged}},
+                           ctx) == [1, 8]
+    assert ev.round_levels({"verdict": {"next_round": {"arm": "candidate", "levels": [4, 8]}, "metrics": judged}},
+                           ctx) == [1, 4, 8]
 
 
 def test_the_third_arms_evidence_keeps_which_levels_each_round_was_asked():
