@@ -8,7 +8,10 @@ The procedure is what the rollout runs (module_utils/record/evaluation.py, the k
    Orin; the candidate already runs there, no restart);
 2. a probe round at K_MAX = 8; spec_choose_k on the probe with the start round in ``others``
    (two measured step times: the cost curve, n-gram's fixed cost included, is measured);
-3. when the predicted k is neither 8 nor the start, a confirmation round at it;
+3. spec_next_k over the measured rounds, until it says done (at most 4 rounds at different k):
+   the model's prediction when not measured yet (the confirmation), then the unmeasured
+   neighbour of the best measured k when the model puts it within 3 % of it (a knee between
+   measured k hides from the model);
 4. spec_keep_k on the measured rounds: the best measured, the skill's 0.6 rule applied (a k
    above the start only with acceptance > 0.6 at the start, or measured faster than the start
    by more than the noise of one comparison).
@@ -48,7 +51,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "simulator"))
 
-from ansible_collections.jetson.specdec.plugins.module_utils.verdict.choose_k import choose_k, keep_k  # noqa: E402
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.choose_k import choose_k, keep_k, next_k  # noqa: E402
 
 K_MAX = 8
 NOISE = 0.06  # spec_keep_k's noise default, which the rollout uses
@@ -265,15 +268,18 @@ def profile_cases():
 
 # ---------------------------------------------------------------- the procedure
 def tune(case, start, rng, round_cv):
-    """The rollout's procedure (the evaluation's k phases); returns (kept k, predicted k, former k, extra rounds)."""
+    """The rollout's procedure (the evaluation's k phases); returns (kept k, predicted k, former k, rounds)."""
     base = case.measure(0, rng, round_cv)
     rounds = {start: case.measure(start, rng, round_cv), K_MAX: case.measure(K_MAX, rng, round_cv)}
     former = choose_k(rounds[K_MAX], base, K_MAX, method=case.method)["k"]
-    choice = choose_k(rounds[K_MAX], base, K_MAX, method=case.method,
-                      others=[{"k": start, "result": rounds[start]}] if start < K_MAX else None)
-    predicted = choice["k"]
-    if choice["confirm_k"] is not None:
-        rounds[predicted] = case.measure(predicted, rng, round_cv)
+    predicted = choose_k(rounds[K_MAX], base, K_MAX, method=case.method,
+                         others=[{"k": start, "result": rounds[start]}] if start < K_MAX else None)["k"]
+    while True:
+        measure = next_k([{"k": k, "result": r} for k, r in rounds.items()], base, start, method=case.method,
+                         noise=NOISE)["k"]
+        if measure is None:
+            break
+        rounds[measure] = case.measure(measure, rng, round_cv)
     kept = keep_k([{"k": k, "result": r} for k, r in rounds.items()], base, start, predicted, method=case.method,
                   noise=NOISE)
     return kept["k"], predicted, former, len(rounds)

@@ -36,7 +36,7 @@ import copy
 from ansible_collections.jetson.specdec.plugins.module_utils.bench.equivalence import EquivalenceError, gate
 from ansible_collections.jetson.specdec.plugins.module_utils.record import record as rec
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict import third_arm as third
-from ansible_collections.jetson.specdec.plugins.module_utils.verdict.choose_k import ChooseKError, choose_k, keep_k
+from ansible_collections.jetson.specdec.plugins.module_utils.verdict.choose_k import ChooseKError, choose_k, keep_k, next_k
 from ansible_collections.jetson.specdec.plugins.module_utils.vllm.failure import classify_failure
 
 PROBE = "probe"
@@ -53,7 +53,7 @@ class EvaluationError(ValueError):
 def start(record):
     """The state before the first step: ``record`` is the host's record as the lock left it."""
     return {"phase": "baseline", "record": copy.deepcopy(dict(record or {})), "rounds": [], "verdict": None,
-            "k_rounds": [], "k_start": None, "k_prediction": None, "k_choice": None,
+            "k_rounds": [], "k_start": None, "k_prediction": None, "k_next": None, "k_choice": None,
             "third_arm": None, "probe_arms": [], "probe": {}, "schedule": None,
             "waits": [], "prefetched": None, "speculating": None, "launch": None,
             "steps": 0, "hooked": -1, "notes": [], "printed": 0, "error": None, "written": None,
@@ -239,9 +239,9 @@ def _next(state, ctx):
     if phase == "k_probe_bench":
         return _bench(state, ctx, PROBE, k=ctx["tune_k"]["max"])
     if phase == "k_confirm_switch":
-        return _switch(state, ctx, "candidate", k=state["k_prediction"]["k"])
+        return _switch(state, ctx, "candidate", k=state["k_next"])
     if phase == "k_confirm_bench":
-        return _bench(state, ctx, PROBE, k=state["k_prediction"]["k"])
+        return _bench(state, ctx, PROBE, k=state["k_next"])
     if phase in ("k_kept_switch", "k_restore_switch"):
         return _switch(state, ctx, "candidate")
     if phase == "rounds":
@@ -457,24 +457,28 @@ def _took_bench(state, ctx, step, result):
 
 
 def _k_next(state, ctx):
-    """After a k probe's benchmark: the probe k next, the prediction, the confirmation, or the kept k."""
+    """After a k round's benchmark: the probe k next, then the k spec_next_k asks for (the prediction's
+    confirmation, a neighbour of the best measured k), then the kept k."""
     phase, top = state["phase"], ctx["tune_k"]["max"]
     method = (ladder(state, ctx)["rung"] or {}).get("vllm_server_speculative_method")
     if phase == "k_start":
         state["phase"] = "k_probe_switch"
         return state
+    start = min(state["k_start"], top)
     try:
         if phase == "k_probe_bench":
             probe = [r for r in state["k_rounds"] if r["k"] == top][0]
             others = [r for r in state["k_rounds"] if r["k"] != top]
             state["k_prediction"] = choose_k(probe["result"], baseline_compact(state), top, method=method,
                                              others=others)
-            if state["k_prediction"].get("confirm_k") is not None:
-                state["phase"] = "k_confirm_switch"
-                return state
+        measure = next_k(state["k_rounds"], baseline_compact(state), start, method=method)
+        if measure["k"] is not None:
+            state["k_next"] = measure["k"]
+            state["notes"].append("k tuning: %s" % measure["why"])
+            state["phase"] = "k_confirm_switch"
+            return state
         prediction = state["k_prediction"]
-        kept = keep_k(state["k_rounds"], baseline_compact(state), min(state["k_start"], top),
-                      predicted_k=prediction["k"], method=method)
+        kept = keep_k(state["k_rounds"], baseline_compact(state), start, predicted_k=prediction["k"], method=method)
     except (ChooseKError, KeyError, IndexError, TypeError, ValueError) as exc:
         return _k_failed(state, "spec_choose_k: %s" % exc)
     choice = dict(prediction)

@@ -257,12 +257,16 @@ def fixed_cost(knots, constant_cost):
     return min(intercept, first_cost)
 
 
-def predict(lengths, base, cand, k_measured, constant_cost=False, other_steps=()):
+def predict(lengths, base, cand, k_measured, constant_cost=False, other_steps=(), own_length=None):
     """Per k: predicted TPOT (s) and throughput ratio over the baseline (unscaled).
 
-    ``other_steps`` are (k, measured step seconds) of other candidate rounds."""
+    ``other_steps`` are (k, measured step seconds) of other candidate rounds.  ``own_length`` is the
+    acceptance length the measured round itself counted (default: ``lengths[k_measured]``): its TPOT
+    times its own length is its step time, as for the other rounds; the pooled length would carry
+    the other rounds' acceptance into this round's step time (a round that drew lucky acceptance
+    would then look as fast as its luck at every k)."""
     t_base = base["tpot"]
-    step_measured = cand["tpot"] * lengths[k_measured]
+    step_measured = cand["tpot"] * (own_length or lengths[k_measured])
     extra = max(0.0, step_measured - t_base)
     knots = dict((k, max(0.0, step - t_base)) for k, step in other_steps if 0 < k < k_measured)
     knots[k_measured] = extra
@@ -369,6 +373,7 @@ def choose_k(candidate, baseline, k_measured, method=None, concurrency=1, tie_to
         raise ChooseKError("the candidate result has no spec-decode counters (drafts = 0): the "
                            "server exposed no vllm:spec_decode_* metrics or speculation was off")
     other_steps, pooled = _other_steps(others, k_measured, concurrency)
+    own_length = acceptance_lengths(per_position, k_measured)[k_measured]
     per_position = _pool_positions(drafts, per_position, pooled)
     reasons = []
     if len(per_position) < k_measured:
@@ -376,7 +381,7 @@ def choose_k(candidate, baseline, k_measured, method=None, concurrency=1, tie_to
                        % (len(per_position), k_measured))
     lengths = acceptance_lengths(per_position, k_measured)
     constant_cost = method in CONSTANT_COST_METHODS
-    preds, extra = predict(lengths, base, cand, k_measured, constant_cost, other_steps)
+    preds, extra = predict(lengths, base, cand, k_measured, constant_cost, other_steps, own_length)
     ratio_at_k = preds[k_measured][1]
     scale = 1.0
     if base["throughput"] and cand["throughput"] and ratio_at_k > 0:
@@ -393,9 +398,9 @@ def choose_k(candidate, baseline, k_measured, method=None, concurrency=1, tie_to
                  "%.1f %% of a target step per drafted token" % (
                      100.0 * extra / k_measured / base["tpot"]))
     reasons.append("draft and verification cost %s: candidate step %.2f ms (TPOT %.2f ms x "
-                   "acceptance length %.2f) against the baseline step %.2f ms"
-                   % (cost_text, 1000.0 * cand["tpot"] * lengths[k_measured], 1000.0 * cand["tpot"],
-                      lengths[k_measured], 1000.0 * base["tpot"]))
+                   "the round's acceptance length %.2f) against the baseline step %.2f ms"
+                   % (cost_text, 1000.0 * cand["tpot"] * own_length, 1000.0 * cand["tpot"],
+                      own_length, 1000.0 * base["tpot"]))
     if best != top:
         reasons.append("k=%d predicted %.3fx, within %.1f %% of the best (k=%d, %.3fx): the smaller "
                        "k is chosen" % (best, speedup[best], 100.0 * tie_tolerance, top, speedup[top]))
@@ -538,3 +543,47 @@ def keep_k(rounds, baseline, start_k, predicted_k=None, method=None, noise=0.06,
             "round_speedup": dict((str(k), round(v, 4) if v is not None else None) for k, v in sorted(raw.items())),
             "acceptance_at_start": round(acceptance, 4) if acceptance is not None else None,
             "reasons": reasons}
+
+
+# At most this many candidate rounds at different k: the start, the probe, the prediction and one neighbour.
+K_ROUNDS = 4
+# A neighbour of the k that measured best is measured when the model puts it within this share of that k.
+NEIGHBOUR_MARGIN = 0.03
+
+
+def next_k(rounds, baseline, start_k, method=None, noise=0.06, concurrency=1, max_rounds=K_ROUNDS,
+           margin=NEIGHBOUR_MARGIN):
+    """Which k to measure next, after the rounds measured so far (the start and the probe at least).
+
+    The model (choose_k over every measured round: each one's step time is a knot of the cost curve)
+    predicts a k; an unmeasured prediction is measured first (the confirmation).  Once the prediction
+    is measured, the measured rounds can still straddle a compute knee the model cannot see (a cost
+    that jumps between two knots looks like a chord): the unmeasured neighbour (k - 1 or k + 1) of
+    the k keep_k keeps is measured when the model puts it within ``margin`` of that k.  Measuring
+    stops at ``max_rounds`` rounds.  Returns {k (None: measuring is done), why}."""
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 2:
+        raise ChooseKError("max_rounds must be an integer >= 2 (the start and the probe), got %r" % (max_rounds,))
+    margin = _fraction(margin, "margin", 0.0, 0.5)
+    measured = _measured_rounds(rounds, concurrency)
+    if len(measured) >= max_rounds:
+        return {"k": None, "why": "%d rounds at different k measured, the most it measures" % len(measured)}
+    top = max(measured)
+    if len(measured) < 2 or start_k not in measured:
+        raise ChooseKError("next_k needs the start k (%d) and the probe measured; measured: %s"
+                           % (start_k, ", ".join("k=%d" % k for k in sorted(measured))))
+    model = choose_k(measured[top], baseline, top, method=method, concurrency=concurrency,
+                     others=[{"k": k, "result": measured[k]} for k in sorted(measured) if k != top])
+    if model["k"] not in measured:
+        return {"k": model["k"], "why": "the model over k=%s predicts k=%d best: measured to confirm"
+                % (",".join(str(k) for k in sorted(measured)), model["k"])}
+    kept = keep_k(rounds, baseline, start_k, model["k"], method=method, noise=noise, concurrency=concurrency)["k"]
+    speedup = dict((int(k), v) for k, v in model["predicted_speedup"].items())
+    near = [k for k in (kept - 1, kept + 1)
+            if 1 <= k <= top and k not in measured and speedup[k] >= speedup[kept] * (1.0 - margin)]
+    if not near:
+        return {"k": None, "why": "k=%d measured best and no unmeasured neighbour is predicted within %.0f %% of it"
+                % (kept, 100.0 * margin)}
+    k = max(near, key=lambda n: (speedup[n], -n))
+    return {"k": k, "why": "k=%d measured best; its neighbour k=%d is predicted within %.0f %% of it (%.3fx against "
+            "%.3fx): measured, a knee between measured k hides from the model" % (
+                kept, k, 100.0 * margin, speedup[k], speedup[kept])}

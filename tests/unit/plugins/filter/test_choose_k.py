@@ -42,3 +42,17 @@ def test_keep_filter_returns_the_kept_k_and_turns_bad_input_into_a_task_error():
         keep(rounds, _result(20.0), 5)
     with pytest.raises(AnsibleFilterError, match="spec_keep_k: unknown or missing option"):
         keep(rounds, _result(20.0), 3, bogus=1)
+
+
+def test_spec_next_k_says_which_k_to_measure_and_names_bad_options():
+    following = FilterModule().filters()["spec_next_k"]
+    rounds = [{"k": 3, "result": _result(9.0, {"drafts": 500, "per_position": [0.8, 0.6, 0.4]})},
+              {"k": 8, "result": _result(12.0, {"drafts": 300, "per_position": [0.8, 0.6, 0.4, 0.2, 0.1, 0, 0, 0]})}]
+    out = following(rounds, _result(20.0), 3, method="eagle3")
+    assert set(out) == {"k", "why"} and (out["k"] is None or 1 <= out["k"] <= 8)
+    assert following(rounds, _result(20.0), 3, max_rounds=2) == {
+        "k": None, "why": "2 rounds at different k measured, the most it measures"}
+    with pytest.raises(AnsibleFilterError, match=r"spec_next_k: next_k needs the start k \(5\)"):
+        following(rounds, _result(20.0), 5)
+    with pytest.raises(AnsibleFilterError, match="spec_next_k: unknown or missing option"):
+        following(rounds, _result(20.0), 3, bogus=1)

@@ -346,6 +346,19 @@ def test_k_is_tuned_on_the_started_rung_then_judged_at_the_kept_k():
     assert not any(r["phase"] == ev.PROBE for r in state["rounds"])  # the probes are not rounds of the verdict
 
 
+def test_k_rounds_go_on_to_a_neighbour_a_knee_between_measured_k_hides_then_keep_the_best_measured():
+    # the step is 30 % dearer from k=5 up (a kernel switch): the rounds at 3 and 8 cannot show that k=4 still pays
+    steps = dict((k, BASE_TPOT / 1000.0 * (1.0 + 0.05 * k + (0.3 if k > 4 else 0.0))) for k in range(1, 9))
+    state, steps_asked = run(context(tune_k={"max": 8}), Board(GOOD, start_k=3, k_steps=steps))
+    probes = [s["k"] for s in steps_asked if s["do"] == "bench" and s["phase"] == ev.PROBE]
+    assert probes[:2] == [3, 8] and 4 in probes and len(probes) == len(set(probes)) <= 4
+    assert state["k_choice"]["k"] == 4 and state["k_choice"]["measured_k"] == probes
+    assert any(n.startswith("k tuning: ") for n in state["notes"])
+    later = [s for s in steps_asked[steps_asked.index([s for s in steps_asked if s.get("phase") == ev.PROBE][-1]):]
+             if s["do"] == "switch" and s["arm"] == "candidate"]
+    assert later and all(s["k"] == 4 for s in later)
+
+
 def test_a_k_probe_that_fails_leaves_the_candidate_at_the_boards_k():
     ctx = context(tune_k={"max": 8})
     # steps: 0 baseline, 1 bench, 2 pending, 3 candidate, 4 probe at k=3, 5 switch k=8, 6 probe at 8 (breaks)

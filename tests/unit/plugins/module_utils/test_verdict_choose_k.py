@@ -7,7 +7,7 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.choose_k import (
-    ChooseKError, acceptance_lengths, acceptance_rate, choose_k, fixed_cost, keep_k,
+    ChooseKError, acceptance_lengths, acceptance_rate, choose_k, fixed_cost, keep_k, next_k,
 )
 
 T_BASE = 0.020  # one target step, seconds
@@ -423,3 +423,67 @@ def test_deep_positions_follow_the_probe_rounds_own_conditional_rates():
     deep = [r * pooled3 / probe_rates[2] for r in probe_rates[3:]]
     assert out["acceptance_length"]["8"] == pytest.approx(1.0 + sum(pooled) + sum(deep), rel=1e-4)
     assert out["acceptance_length"]["3"] == pytest.approx(1.0 + sum(pooled), rel=1e-4)
+
+
+def test_the_probe_rounds_step_time_is_its_tpot_times_its_own_acceptance_length():
+    # the probe's requests drew lucky acceptance (every rate 20 % above the start round's): its TPOT is low because
+    # each step emitted more tokens, not because a step is cheap. Its step time is TPOT x its own length; times the
+    # pooled (lower) length it would look cheaper, and k=8 faster, than it is.
+    start_rates = _geometric(0.7, 5)
+    probe_rates = [min(1.0, r * 1.2) for r in _geometric(0.7, 8)]
+    step = _roofline_step(0.0, 0.12, 0.0)
+    out = choose_k(_round(probe_rates, 8, step(8), drafts=60), _baseline(), 8,
+                   others=[{"k": 5, "result": _round(start_rates, 5, step(5), drafts=90)}])
+    assert out["draft_cost_ms"] == pytest.approx((step(8) - T_BASE) * 1000.0, rel=1e-6)
+    own = 1.0 + sum(probe_rates)
+    assert "the round's acceptance length %.2f" % own in out["reasons"][1]
+    kept = keep_k([{"k": 5, "result": _round(start_rates, 5, step(5), drafts=90)},
+                   {"k": 8, "result": _round(probe_rates, 8, step(8), drafts=60)}], _baseline(), 5)
+    # judged on the pooled acceptance, each at its own measured step: k=8's step is 24 % dearer for 1.1 x the tokens
+    assert kept["k"] == 5 and kept["measured_by_k"]["5"] > kept["measured_by_k"]["8"]
+
+
+def _knee_rounds(step, ks, rates=None):
+    rates = rates or _geometric(0.85, 8)
+    return [{"k": k, "result": _round(rates, k, step(k))} for k in ks]
+
+
+def test_next_k_confirms_an_unmeasured_prediction_first():
+    step = _roofline_step(0.0, 0.12, 0.0)  # a straight cost: the model is right, k=2 or 3 best
+    out = next_k(_knee_rounds(step, (5, 8)), _baseline(), 5)
+    predicted = choose_k(_knee_rounds(step, (8,))[0]["result"], _baseline(), 8,
+                         others=_knee_rounds(step, (5,)))["k"]
+    assert predicted not in (5, 8) and out["k"] == predicted
+    assert out["why"].startswith("the model over k=5,8 predicts k=%d best" % predicted)
+
+
+def test_next_k_measures_a_neighbour_a_jump_between_measured_k_may_hide():
+    # a kernel switch above k=4 makes every k from 5 up 30 % dearer: rounds at 3 and 8 see a chord rising steeply,
+    # and the model puts k=4 near k=3, so k=4 is measured; then it is done (k=4 is best, k=5 predicted far behind)
+    def step(k):
+        return T_BASE * (1.0 + 0.05 * k + (0.3 if k > 4 else 0.0))
+    rates = _geometric(0.85, 8)
+    rounds = _knee_rounds(step, (3, 8), rates)
+    first = next_k(rounds, _baseline(), 3)
+    assert first["k"] is not None and first["k"] not in (3, 8)
+    measured = [3, 8]
+    while first["k"] is not None:
+        measured.append(first["k"])
+        first = next_k(_knee_rounds(step, measured, rates), _baseline(), 3)
+    assert 4 in measured and len(measured) <= 4
+    truth = _truth(rates, step, range(1, 9))
+    assert keep_k(_knee_rounds(step, measured, rates), _baseline(), 3)["k"] == max(truth, key=truth.get) == 4
+    assert "measured best and no unmeasured neighbour is predicted within 3 %" in first["why"] or \
+        "rounds at different k measured" in first["why"]
+
+
+def test_next_k_stops_at_max_rounds_and_refuses_bad_options():
+    step = _roofline_step(0.0, 0.12, 0.0)
+    out = next_k(_knee_rounds(step, (3, 5, 8)), _baseline(), 3, max_rounds=3)
+    assert out["k"] is None and out["why"] == "3 rounds at different k measured, the most it measures"
+    with pytest.raises(ChooseKError, match="max_rounds must be an integer >= 2"):
+        next_k(_knee_rounds(step, (3, 8)), _baseline(), 3, max_rounds=1)
+    with pytest.raises(ChooseKError, match="margin must be a number"):
+        next_k(_knee_rounds(step, (3, 8)), _baseline(), 3, margin=float("nan"))
+    with pytest.raises(ChooseKError, match=r"needs the start k \(5\) and the probe measured"):
+        next_k(_knee_rounds(step, (3, 8)), _baseline(), 5)
