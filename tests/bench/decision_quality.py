@@ -522,7 +522,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
-                    help="spec_decide parameter override (tuning)")
+                    help="spec_decide parameter override (tuning; null for None, e.g. budget_end_z=null)")
     ap.add_argument("--only", action="append", default=[], metavar="SCENARIO",
                     help="run only this scenario (repeatable; a prefix of its name)")
     ap.add_argument("--markdown", action="store_true", help="also print the table docs/verdict.md shows")
@@ -535,7 +535,8 @@ def main(argv=None):
     params = {}
     for item in args.param:
         key, _sep, value = item.partition("=")
-        params[key] = value if key in ("marginal_action", "skip_settled_levels") else float(value)
+        params[key] = (None if value == "null" else value if key in ("marginal_action", "skip_settled_levels")
+                       else float(value))
     failed = []
     table = []
     t0 = time.time()

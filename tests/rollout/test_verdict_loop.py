@@ -54,8 +54,12 @@ BOARDS = [
     # Nor may c=1 settle below the keep bar: on a loaded machine (2026-12-07) the unthrottled candidate measured only
     # about +18 %, its throttled round pulled the estimate to -32 % and the interval's top (+16 %) fell under the 30 %
     # bar: "marginal", revert. Intervals of 3.5 standard errors keep both bars inside it whatever the load.
+    # The budget's last look (rollout_verdict_budget_end_z, 1 standard error by default) would judge the same four
+    # rounds at narrower intervals and might settle them: off here, so the host shows what a budget that ends with
+    # the evidence open does (the look itself: tests/unit/plugins/module_utils/test_verdict_budget_end.py).
     board("lv-inconclusive", "thor-01", noise=THROTTLE,
-          hostvars={"rollout_verdict_max_rounds": 4, "rollout_c8_regression_tolerance": 0.95, "rollout_noise_z": 3.5}),
+          hostvars={"rollout_verdict_max_rounds": 4, "rollout_c8_regression_tolerance": 0.95, "rollout_noise_z": 3.5,
+                    "rollout_verdict_budget_end_z": None}),
     board("lv-crash", "thor-01", faults={"crash_after_requests": CRASH_AT, "when": "speculative"}),
     board("lv-prompts", "thor-01", hostvars={"rollout_bench_dataset": os.path.join(DATA, "prompts.jsonl")}),
     board("lv-throttled", "thor-01", faults={"thermal_throttle": {"after_requests": 0, "duration_requests": 12,
@@ -175,7 +179,11 @@ def test_a_round_measured_while_the_board_throttled_is_set_aside_and_measured_ag
     # an opening round, throttled and set aside. Either way its samples agree with the verdict about it.
     conditions = state["benchmarks"]["candidate"]["conditions"]
     assert [c["when"] for c in conditions] == ["before", "after concurrency 1", "after concurrency 8"], conditions
-    last_candidate = max(i + 1 for i, arm in enumerate(arms) if arm == "candidate")
+    # the state's candidate is the last candidate round that measured every level (record.last_round): a later round
+    # the verdict asked at the open levels only (the others settled) is not it
+    measured = state["benchmarks"]["rounds"]
+    every = max(len(r["levels"]) for r in measured)
+    last_candidate = max(i + 1 for i, r in enumerate(measured) if r["arm"] == "candidate" and len(r["levels"]) == every)
     throttled = any(c["throttled"] or not c["clocks_pinned"] for c in conditions)
     assert throttled == (last_candidate in set(a["round"] for a in aside)), (last_candidate, aside, conditions)
     assert_serving(fleet, "lv-throttled", speculative=verdict["action"] == "keep")

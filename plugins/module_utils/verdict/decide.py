@@ -509,6 +509,37 @@ def _open_levels(data, p, levels):
     return still or list(levels)
 
 
+def _budget_end_look(data, usage, p, levels, still, counts):
+    """(decision, action, sentence) of the last look when the budget is spent with comparisons open, or None.
+
+    Not with ``final`` (the caller's own last look keeps its intervals) or ``budget_end_z`` null, and not before
+    min_rounds. The c=1 comparisons at ``budget_end_z`` standard errors, the regression check at the wider of its
+    own width and ``z`` (a host that reached the budget's end has been looked at many times, and a late c=8 interval
+    holds its truth less often than an early one): one action left -> that action (a keep only when it is
+    believable, _implausible_keep); else None (inconclusive, as before)."""
+    spent = _budget_left(data, usage, p, still)
+    if spent is None or p["final"] or p["budget_end_z"] is None or len(data) < p["min_rounds"]:
+        return None
+    narrow = dict(p, z=p["budget_end_z"], regression_z=max(p["regression_z"] or p["z"], p["z"]))
+    est = _estimates(data, levels, narrow)
+    open_names, possible = possible_decisions(_tri_states(est, narrow, levels))
+    actions = set(p["marginal_action"] if d == "marginal" else d for d in possible)
+    if len(actions) != 1:
+        return None
+    action = actions.pop()
+    decision = possible.pop() if len(possible) == 1 else "marginal"
+    if action == "keep" and _implausible_keep(data, est, counts, p) is not None:
+        return None
+    width = ("%g standard errors" % p["budget_end_z"]) if p["budget_end_z"] else "their point estimates"
+    outcome = "below the keep bar, %s (marginal_action)" % action if decision == "marginal" else action
+    return decision, action, (
+        "Budget's end (verdict.budget_end): %s; the last look judges the same rounds with intervals of %s: "
+        "c=1 throughput %+.1f %% [%+.1f, %+.1f], TPOT %+.1f %% [%+.1f, %+.1f] -> %s (flagged for a human look)."
+        % (spent, width, 100 * est["c1_throughput_gain"]["point"], 100 * est["c1_throughput_gain"]["low"],
+           100 * est["c1_throughput_gain"]["high"], -100 * est["c1_tpot_drop"]["point"],
+           -100 * est["c1_tpot_drop"]["high"], -100 * est["c1_tpot_drop"]["low"], outcome))
+
+
 def _count_of(number, noun):
     """'1 restart', '3 restarts'."""
     return "%d %s%s" % (number, noun, "" if number == 1 else "s")
@@ -743,6 +774,11 @@ def _decide(data, aside, usage, fails, levels, p):
         if still != levels:
             reasons.append("Settled at concurrency %s: the next rounds measure concurrency %s only."
                            % (", ".join(str(c) for c in levels if c not in still), ", ".join(str(c) for c in still)))
+        last = _budget_end_look(data, usage, p, levels, still, counts)
+        if last is not None:
+            decision, action, sentence = last
+            reasons.append(sentence)
+            return _result(decision, action, p, reasons, usage, est, data, True, open_names, rule="verdict.budget_end")
         return _continue_or_stop(data, usage, p, levels, reasons, est, open_names,
                                  unsettled=_open_sentence(open_names, p, est), next_levels=still)
     if len(data) < p["min_rounds"] and not p["final"]:

@@ -67,6 +67,13 @@ DEFAULTS = {
     # while another level is still open: a good c=1 candidate whose c=8 is about unchanged spends its further
     # rounds at c=8 only (docs/verdict.md, "Settled levels").
     "skip_settled_levels": True,
+    # When the budget ends (rounds, requests or board time) with the interval still straddling a threshold, one
+    # last look judges the same evidence with intervals this many standard errors wide (on each side; 0: the point
+    # estimates) instead of reverting as inconclusive; still open at that width, the host is reverted as
+    # inconclusive. The regression check (c=8) is not narrowed but judged at the deciding width z (its own 1.645 is
+    # for a check at every look; narrowed too, 1-3 % of truly slower c=8 configs were kept in
+    # tests/bench/decision_quality.py). null: no such look. docs/verdict.md, "The budget's end".
+    "budget_end_z": 1.0,
     "acceptance_advisory": ACCEPTANCE_FOR_HIGHER_K,
     # Board conditions (a vllm_bench result's "conditions", jetson/conditions.py): a round whose held
     # GPU or memory clock sat more than this fraction below the reference round's, that saw a
@@ -83,7 +90,7 @@ DEFAULTS = {
 # Parameters added after hosts were converged: at their default the rollout leaves them out of the settings it
 # hashes (verdict/settings.py), so a converged host's config hash stays what it was and an upgrade does not judge
 # every host again; set otherwise they are part of it.
-HASH_NEUTRAL_DEFAULTS = ("skip_settled_levels",)
+HASH_NEUTRAL_DEFAULTS = ("skip_settled_levels", "budget_end_z")
 
 # name -> (low, high, low inclusive): the ranges that make sense.
 FRACTIONS = {
@@ -179,7 +186,8 @@ def validate(params):
         raise ValueError("spec_decide: unknown parameter(s) %s; valid ones are %s"
                          % (", ".join(unknown), ", ".join(sorted(DEFAULTS))))
     p = dict(DEFAULTS)
-    p.update((k, v) for k, v in params.items() if v is not None or k == "high_concurrency")
+    # null means "the default" except where null is a setting of its own (no high level; no last look)
+    p.update((k, v) for k, v in params.items() if v is not None or k in ("high_concurrency", "budget_end_z"))
     for name in FRACTIONS:
         p[name] = _float(name, p[name])
     for name in INTEGERS:
@@ -188,6 +196,7 @@ def validate(params):
     p["skip_settled_levels"] = to_bool(p["skip_settled_levels"], "skip_settled_levels")
     # Optional numbers: null means "not used" (z instead, off, no limit); otherwise a number in a range.
     _optional_number(p, "regression_z", 0.5, 6.0, "null (use z) or a number from 0.5 to 6")
+    _optional_number(p, "budget_end_z", 0.0, 6.0, "null (no last look) or a number from 0 to 6")
     _optional_number(p, "energy_regression_tolerance", 0.0, 10.0, "null (off) or a fraction from 0 to 10 (0.05 = 5 %)")
     _optional_number(p, "condition_max_temp_c", 20.0, 150.0, "null (no limit) or degrees C from 20 to 150")
     p["roofline"] = _roofline(p["roofline"])

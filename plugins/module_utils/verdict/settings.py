@@ -41,6 +41,7 @@ VERDICT_VARIABLES = {
     "max_rounds": "rollout_verdict_max_rounds", "max_wall_s": "rollout_verdict_max_wall_s",
     "restart_s": "rollout_verdict_restart_s", "condition_freq_drop": "rollout_verdict_clock_drop",
     "condition_max_temp_c": "rollout_verdict_max_temp_c", "skip_settled_levels": "rollout_verdict_skip_settled_levels",
+    "budget_end_z": "rollout_verdict_budget_end_z",
 }
 
 
