@@ -164,7 +164,8 @@ def summary_lines(stats):
         lines += plans
     if rows and any(r[2].endswith("*") for r in rows):
         lines.append("")
-        lines.append("* flagged: below the keep bar, inconclusive or within measurement noise; see the fleet report.")
+        lines.append("* flagged: below the keep bar, inconclusive, decided at the budget's end or within measurement "
+                     "noise; see the fleet report.")
     return lines
 
 

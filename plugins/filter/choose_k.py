@@ -15,38 +15,33 @@ from ansible_collections.jetson.specdec.plugins.module_utils.verdict.choose_k im
 from ansible_collections.jetson.specdec.plugins.module_utils.verdict.choose_k import next_k as _next_k
 
 
+def _run(name, options, function, *args, **params):
+    """``function`` on plain copies of the filter's input and options; its ChooseKError (missing levels or counters,
+    a playbook problem) or a wrong option fails the task with the fix."""
+    try:
+        return function(*[plain(arg) for arg in args], **plain(params))
+    except ChooseKError as exc:
+        raise AnsibleFilterError("%s: %s" % (name, exc))
+    except TypeError as exc:
+        raise AnsibleFilterError("%s: unknown or missing option (%s); options are %s" % (name, exc, options))
+
+
 def spec_choose_k(candidate, baseline, k_measured, **params):
     """``candidate | jetson.specdec.spec_choose_k(baseline, k_measured, method=...)``."""
-    try:
-        return _choose_k(plain(candidate), plain(baseline), plain(k_measured), **plain(params))
-    except ChooseKError as exc:
-        # missing levels or counters are a playbook problem: fail the task with the fix
-        raise AnsibleFilterError("spec_choose_k: %s" % exc)
-    except TypeError as exc:
-        raise AnsibleFilterError("spec_choose_k: unknown or missing option (%s); options are method, "
-                                 "concurrency, tie_tolerance and others" % exc)
+    return _run("spec_choose_k", "method, concurrency, tie_tolerance and others", _choose_k,
+                candidate, baseline, k_measured, **params)
 
 
 def spec_keep_k(rounds, baseline, start_k, **params):
     """``[{k, result}, ...] | jetson.specdec.spec_keep_k(baseline, start_k, predicted_k=..., method=...)``."""
-    try:
-        return _keep_k(plain(rounds), plain(baseline), plain(start_k), **plain(params))
-    except ChooseKError as exc:
-        raise AnsibleFilterError("spec_keep_k: %s" % exc)
-    except TypeError as exc:
-        raise AnsibleFilterError("spec_keep_k: unknown or missing option (%s); options are predicted_k, method, "
-                                 "noise, concurrency and tie_tolerance" % exc)
+    return _run("spec_keep_k", "predicted_k, method, noise, concurrency and tie_tolerance", _keep_k,
+                rounds, baseline, start_k, **params)
 
 
 def spec_next_k(rounds, baseline, start_k, **params):
     """``[{k, result}, ...] | jetson.specdec.spec_next_k(baseline, start_k, method=...)``."""
-    try:
-        return _next_k(plain(rounds), plain(baseline), plain(start_k), **plain(params))
-    except ChooseKError as exc:
-        raise AnsibleFilterError("spec_next_k: %s" % exc)
-    except TypeError as exc:
-        raise AnsibleFilterError("spec_next_k: unknown or missing option (%s); options are method, noise, "
-                                 "concurrency, max_rounds and margin" % exc)
+    return _run("spec_next_k", "method, noise, concurrency, max_rounds and margin", _next_k,
+                rounds, baseline, start_k, **params)
 
 
 class FilterModule(object):

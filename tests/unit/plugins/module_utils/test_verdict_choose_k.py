@@ -410,14 +410,21 @@ def test_the_roofline_only_lowers_the_cost_and_leaves_a_straight_cost_alone():
     assert out["predicted_speedup"]["6"] == pytest.approx((1.0 + sum(rates[:6])) * T_BASE / chord6, rel=1e-3)
 
 
-def test_deep_positions_follow_the_probe_rounds_own_conditional_rates():
-    # the probe's requests were easier to draft for (every rate 20 % above the start round's): its deep
-    # positions are scaled by the pooled over the probe's rate at the deepest shared position
-    start_rates = _geometric(0.7, 3)
+def _lucky_probe(start_k, per_k, drafts, start_drafts):
+    """A probe at 8 whose requests were easier to draft for (every rate 20 % above the start round's), the start
+    round at ``start_k``, a straight cost of ``per_k`` target steps per drafted token: (start rates, probe rates,
+    the step function, choose_k's answer)."""
+    start_rates = _geometric(0.7, start_k)
     probe_rates = [min(1.0, r * 1.2) for r in _geometric(0.7, 8)]
-    step = _roofline_step(0.0, 0.05, 0.0)
-    out = choose_k(_round(probe_rates, 8, step(8), drafts=1000), _baseline(), 8,
-                   others=[{"k": 3, "result": _round(start_rates, 3, step(3), drafts=3000)}])
+    step = _roofline_step(0.0, per_k, 0.0)
+    out = choose_k(_round(probe_rates, 8, step(8), drafts=drafts), _baseline(), 8,
+                   others=[{"k": start_k, "result": _round(start_rates, start_k, step(start_k), drafts=start_drafts)}])
+    return start_rates, probe_rates, step, out
+
+
+def test_deep_positions_follow_the_probe_rounds_own_conditional_rates():
+    # the probe's deep positions are scaled by the pooled over the probe's rate at the deepest shared position
+    start_rates, probe_rates, dummy, out = _lucky_probe(3, 0.05, 1000, 3000)
     pooled3 = (probe_rates[2] * 1000 + start_rates[2] * 3000) / 4000.0
     pooled = [(p * 1000 + s * 3000) / 4000.0 for p, s in zip(probe_rates[:3], start_rates)]
     deep = [r * pooled3 / probe_rates[2] for r in probe_rates[3:]]
@@ -429,11 +436,7 @@ def test_the_probe_rounds_step_time_is_its_tpot_times_its_own_acceptance_length(
     # the probe's requests drew lucky acceptance (every rate 20 % above the start round's): its TPOT is low because
     # each step emitted more tokens, not because a step is cheap. Its step time is TPOT x its own length; times the
     # pooled (lower) length it would look cheaper, and k=8 faster, than it is.
-    start_rates = _geometric(0.7, 5)
-    probe_rates = [min(1.0, r * 1.2) for r in _geometric(0.7, 8)]
-    step = _roofline_step(0.0, 0.12, 0.0)
-    out = choose_k(_round(probe_rates, 8, step(8), drafts=60), _baseline(), 8,
-                   others=[{"k": 5, "result": _round(start_rates, 5, step(5), drafts=90)}])
+    start_rates, probe_rates, step, out = _lucky_probe(5, 0.12, 60, 90)
     assert out["draft_cost_ms"] == pytest.approx((step(8) - T_BASE) * 1000.0, rel=1e-6)
     own = 1.0 + sum(probe_rates)
     assert "the round's acceptance length %.2f" % own in out["reasons"][1]
