@@ -553,7 +553,8 @@ NEIGHBOUR_MARGIN = 0.03
 
 def next_k(rounds, baseline, start_k, method=None, noise=0.06, concurrency=1, max_rounds=K_ROUNDS,
            margin=NEIGHBOUR_MARGIN):
-    """Which k to measure next, after the rounds measured so far (the start and the probe at least).
+    """Which k to measure next, after the rounds measured so far (the start and the probe at least; one round
+    when the start k is the probe's).
 
     The model (choose_k over every measured round: each one's step time is a knot of the cost curve)
     predicts a k; an unmeasured prediction is measured first (the confirmation).  Once the prediction
@@ -568,9 +569,9 @@ def next_k(rounds, baseline, start_k, method=None, noise=0.06, concurrency=1, ma
     if len(measured) >= max_rounds:
         return {"k": None, "why": "%d rounds at different k measured, the most it measures" % len(measured)}
     top = max(measured)
-    if len(measured) < 2 or start_k not in measured:
-        raise ChooseKError("next_k needs the start k (%d) and the probe measured; measured: %s"
-                           % (start_k, ", ".join("k=%d" % k for k in sorted(measured))))
+    if start_k not in measured:
+        raise ChooseKError("next_k needs the start k (%d) measured (the probe's round when the start is the probe "
+                           "k); measured: %s" % (start_k, ", ".join("k=%d" % k for k in sorted(measured))))
     model = choose_k(measured[top], baseline, top, method=method, concurrency=concurrency,
                      others=[{"k": k, "result": measured[k]} for k in sorted(measured) if k != top])
     if model["k"] not in measured:

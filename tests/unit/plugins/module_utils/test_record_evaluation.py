@@ -375,6 +375,9 @@ def test_a_start_k_at_the_probe_k_skips_the_start_round():
     names = kinds(steps)
     start = names.index("switch candidate")
     assert names[start + 1:start + 3] == ["switch candidate", "bench probe"]
+    # the one round is the start and the probe: the tuning goes on from it, it does not fail
+    choice = state["k_choice"]
+    assert "failed" not in choice and choice["measured_k"][0] == 5 and choice["k"] in choice["measured_k"], choice
 
 
 REGRESSING = {"eagle3 at utilization 0.70": {1: (34.0, 28.0), 8: (250.0, 80.0), 2: (60.0, 30.0), 4: (90.0, 45.0)}}

@@ -488,5 +488,8 @@ def test_next_k_stops_at_max_rounds_and_refuses_bad_options():
         next_k(_knee_rounds(step, (3, 8)), _baseline(), 3, max_rounds=1)
     with pytest.raises(ChooseKError, match="margin must be a number"):
         next_k(_knee_rounds(step, (3, 8)), _baseline(), 3, margin=float("nan"))
-    with pytest.raises(ChooseKError, match=r"needs the start k \(5\) and the probe measured"):
+    with pytest.raises(ChooseKError, match=r"needs the start k \(5\) measured"):
         next_k(_knee_rounds(step, (3, 8)), _baseline(), 5)
+    # a start k at the probe's: its one round is the start and the probe
+    alone = next_k(_knee_rounds(step, (8,)), _baseline(), 8)
+    assert alone["k"] == choose_k(_knee_rounds(step, (8,))[0]["result"], _baseline(), 8)["k"] != 8
